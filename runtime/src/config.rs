@@ -1,0 +1,96 @@
+//! Per-run settings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Settings of one run: the thread, the typed context, and limits.
+///
+/// ```
+/// use graphwright::RunConfig;
+/// use std::time::Duration;
+///
+/// struct Ctx {
+///     user_id: String,
+/// }
+/// let cfg = RunConfig::thread("ticket-42")
+///     .context(Ctx { user_id: "u1".into() })
+///     .recursion_limit(50)
+///     .deadline(Duration::from_secs(30));
+/// assert_eq!(cfg.thread_id(), Some("ticket-42"));
+/// ```
+pub struct RunConfig<C = ()> {
+    pub(crate) thread_id: Option<Arc<str>>,
+    pub(crate) context: Option<Arc<C>>,
+    pub(crate) recursion_limit: Option<u64>,
+    pub(crate) deadline: Option<Duration>,
+}
+
+impl<C> Default for RunConfig<C> {
+    fn default() -> Self {
+        Self { thread_id: None, context: None, recursion_limit: None, deadline: None }
+    }
+}
+
+impl<C> Clone for RunConfig<C> {
+    fn clone(&self) -> Self {
+        Self {
+            thread_id: self.thread_id.clone(),
+            context: self.context.clone(),
+            recursion_limit: self.recursion_limit,
+            deadline: self.deadline,
+        }
+    }
+}
+
+impl<C> std::fmt::Debug for RunConfig<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("thread_id", &self.thread_id)
+            .field("context", &self.context.as_ref().map(|_| std::any::type_name::<C>()))
+            .field("recursion_limit", &self.recursion_limit)
+            .field("deadline", &self.deadline)
+            .finish()
+    }
+}
+
+impl<C> RunConfig<C> {
+    /// A run on thread `id`: with a checkpointer, its state persists under that id.
+    pub fn thread(id: impl Into<Arc<str>>) -> Self {
+        Self { thread_id: Some(id.into()), ..Self::default() }
+    }
+
+    /// The run's typed context, reachable from nodes through [`Runtime::context`](crate::Runtime::context).
+    #[must_use]
+    pub fn context(mut self, context: C) -> Self {
+        self.context = Some(Arc::new(context));
+        self
+    }
+
+    /// The same, from a context already shared elsewhere.
+    #[must_use]
+    pub fn shared_context(mut self, context: Arc<C>) -> Self {
+        self.context = Some(context);
+        self
+    }
+
+    /// Bounds the super-steps of this run, overriding the graph's limit.
+    #[must_use]
+    pub fn recursion_limit(mut self, limit: u64) -> Self {
+        self.recursion_limit = Some(limit);
+        self
+    }
+
+    /// Cancels the run once `after` has passed: in-flight nodes are dropped at once and the
+    /// run fails with [`GraphError::DeadlineExceeded`](crate::GraphError::DeadlineExceeded).
+    /// Needs a tokio runtime with its timer enabled.
+    #[must_use]
+    pub fn deadline(mut self, after: Duration) -> Self {
+        self.deadline = Some(after);
+        self
+    }
+
+    /// The thread id, if the run has one.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+}

@@ -1,0 +1,188 @@
+//! Errors of building and running a graph.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+/// The boxed error a node failed with.
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// Why a node did not produce an update.
+///
+/// Any error type converts into it with `?`, so a node can return
+/// `Result<StateUpdate, NodeError>` and use `?` on its own calls:
+///
+/// ```
+/// use graphwright::NodeError;
+///
+/// fn parse(text: &str) -> Result<u32, NodeError> {
+///     Ok(text.trim().parse::<u32>()?)
+/// }
+/// assert!(parse("12").is_ok());
+/// assert_eq!(parse("x").unwrap_err().to_string(), "invalid digit found in string");
+/// ```
+pub struct NodeError {
+    pub(crate) kind: NodeErrorKind,
+}
+
+pub(crate) enum NodeErrorKind {
+    /// The node's own code failed.
+    Failed(BoxError),
+    /// An attempt ran past the node's timeout.
+    Timeout(Duration),
+}
+
+impl NodeError {
+    /// A node error carrying a plain message.
+    pub fn msg(message: impl fmt::Display) -> Self {
+        Self::from(message.to_string())
+    }
+
+    /// The node's own error, if the node failed on its own (not by timing out).
+    #[must_use]
+    pub fn source_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
+        match &self.kind {
+            NodeErrorKind::Failed(error) => Some(error.as_ref()),
+            NodeErrorKind::Timeout(_) => None,
+        }
+    }
+
+    /// Whether the node ran past its timeout.
+    #[must_use]
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, NodeErrorKind::Timeout(_))
+    }
+
+    pub(crate) fn timeout(limit: Duration) -> Self {
+        Self { kind: NodeErrorKind::Timeout(limit) }
+    }
+
+    pub(crate) fn into_box(self) -> BoxError {
+        match self.kind {
+            NodeErrorKind::Failed(error) => error,
+            NodeErrorKind::Timeout(limit) => Box::new(TimeoutError(limit)),
+        }
+    }
+}
+
+impl<E> From<E> for NodeError
+where
+    E: Into<BoxError>,
+{
+    fn from(error: E) -> Self {
+        Self { kind: NodeErrorKind::Failed(error.into()) }
+    }
+}
+
+impl fmt::Debug for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            NodeErrorKind::Failed(error) => fmt::Debug::fmt(error, f),
+            NodeErrorKind::Timeout(limit) => write!(f, "Timeout({limit:?})"),
+        }
+    }
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            NodeErrorKind::Failed(error) => fmt::Display::fmt(error, f),
+            NodeErrorKind::Timeout(limit) => fmt::Display::fmt(&TimeoutError(*limit), f),
+        }
+    }
+}
+
+/// A node attempt that ran past its [`TimeoutPolicy`](crate::TimeoutPolicy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the node ran past its timeout of {0:?}")]
+pub struct TimeoutError(pub Duration);
+
+/// A run that did not finish.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GraphError {
+    /// A node returned an error (after its retries, if it has a retry policy).
+    #[error("node `{node}` failed in step {step} (attempt {attempts}): {source}")]
+    Node {
+        /// The node's name.
+        node: String,
+        /// The super-step it ran in (1 is the first).
+        step: u64,
+        /// How many attempts were made.
+        attempts: u32,
+        /// What the node failed with.
+        #[source]
+        source: BoxError,
+    },
+    /// Two nodes wrote a last-value field in the same super-step; nothing of that step was applied.
+    #[error(
+        "field `{field}` received a value from both `{first}` and `{second}` in step {step}: \
+         a field without a reducer takes one write per step; give it a reducer \
+         (for example `#[reducer(append)]`) or let only one of them write it"
+    )]
+    InvalidUpdate {
+        /// The field written twice.
+        field: &'static str,
+        /// The first node (in merge order) that wrote it.
+        first: String,
+        /// The second node that wrote it.
+        second: String,
+        /// The super-step.
+        step: u64,
+    },
+    /// The run needed more super-steps than its recursion limit allows.
+    #[error(
+        "the run reached its recursion limit of {limit} super-steps without finishing: \
+         look for a loop that never reaches END, or raise the limit with `.recursion_limit(n)`"
+    )]
+    RecursionLimit {
+        /// The limit that was reached.
+        limit: u64,
+    },
+    /// The run was stopped by its deadline.
+    #[error("the run was cancelled after {after:?} by the deadline set with `RunConfig::deadline`")]
+    DeadlineExceeded {
+        /// The deadline that passed.
+        after: Duration,
+    },
+    /// The graph needs a context and the run config has none.
+    #[error(
+        "graph `{graph}` needs a context of type `{context}`: pass one with `RunConfig::context(..)`"
+    )]
+    MissingContext {
+        /// The graph's name.
+        graph: String,
+        /// The context type's name.
+        context: &'static str,
+    },
+    /// A Send payload did not have the type its target node takes.
+    #[error("node `{node}` received a Send payload of the wrong type; it takes `{expected}`")]
+    PayloadType {
+        /// The target node.
+        node: String,
+        /// The payload type the node takes.
+        expected: &'static str,
+    },
+}
+
+/// A graph whose wiring is wrong; returned by [`StateGraph::compile`](crate::StateGraph::compile).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The wiring breaks one or more rules (the same rules the `#[graph]` macro checks).
+    #[error("graph `{graph}` is miswired:\n{}", problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Wiring {
+        /// The graph's name.
+        graph: String,
+        /// Every rule that is broken.
+        problems: Vec<graphwright_wiring::Problem>,
+    },
+    /// A builder call referred to something that does not fit.
+    #[error("graph `{graph}`: {message}")]
+    Invalid {
+        /// The graph's name.
+        graph: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+}

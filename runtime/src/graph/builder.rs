@@ -1,0 +1,388 @@
+//! The dynamic builder.
+
+use super::compiled::{CompiledGraph, CompiledNode, Inner, JoinSpec, Router, Target};
+use super::into_node::{IntoNode, IntoPayloadNode};
+use super::node_spec::{NodeSpec, Shape};
+use super::DEFAULT_RECURSION_LIMIT;
+use crate::error::BuildError;
+use crate::node::{Route, END, START};
+use crate::policy::NodePolicy;
+use crate::state::State;
+use graphwright_wiring::{NodeDecl, Topology};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Builds a graph at run time; `compile` checks it with the same rules `#[graph]` checks at
+/// compile time. The `#[graph]` macro expands to calls of this builder.
+///
+/// ```
+/// use graphwright::prelude::*;
+///
+/// #[state]
+/// struct Count {
+///     counter: i64,
+/// }
+///
+/// fn bump(state: &Count) -> CountUpdate {
+///     CountUpdate::new().counter(state.counter + 1)
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut graph = StateGraph::<Count>::new();
+/// for i in 0..3 {
+///     graph = graph.add_node(format!("node_{i}"), bump);
+/// }
+/// let app = graph
+///     .add_edge(START, "node_0")
+///     .add_edge("node_0", "node_1")
+///     .add_edge("node_1", "node_2")
+///     .add_edge("node_2", END)
+///     .compile()?;
+/// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// let out = rt.block_on(app.invoke(Count::default(), &RunConfig::default()))?;
+/// assert_eq!(out.state.counter, 3);
+///
+/// let miswired = StateGraph::<Count>::new().add_node("a", bump).add_edge(START, "a").add_edge("a", "b");
+/// assert_eq!(
+///     miswired.compile().unwrap_err().to_string(),
+///     "graph `graph` is miswired:\n  - no node named `b` in graph `graph`"
+/// );
+/// # Ok(()) }
+/// ```
+pub struct StateGraph<S: State, C = ()> {
+    name: String,
+    nodes: Vec<Entry<S, C>>,
+    edges: Vec<(String, String)>,
+    sends: Vec<(String, String)>,
+    routers: Vec<(String, Router<S>)>,
+    joins: Vec<(Vec<String>, String)>,
+    recursion_limit: u64,
+    default_context: Option<fn() -> C>,
+}
+
+struct Entry<S: State, C> {
+    name: Arc<str>,
+    spec: NodeSpec<S, C>,
+    policy: NodePolicy,
+}
+
+impl<S: State> StateGraph<S, ()> {
+    /// An empty graph named `graph` whose nodes need no context.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_default_context(Some(|| ()))
+    }
+}
+
+impl<S: State> Default for StateGraph<S, ()> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
+    /// An empty graph whose runs need a context of type `C`, passed with
+    /// [`RunConfig::context`](crate::RunConfig::context).
+    #[must_use]
+    pub fn with_context() -> Self {
+        Self::with_default_context(None)
+    }
+
+    /// An empty graph whose runs use `default` when the run config has no context.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_default_context(default: Option<fn() -> C>) -> Self {
+        Self {
+            name: "graph".to_owned(),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            sends: Vec::new(),
+            routers: Vec::new(),
+            joins: Vec::new(),
+            recursion_limit: DEFAULT_RECURSION_LIMIT,
+            default_context: default,
+        }
+    }
+
+    /// Names the graph (used in messages and diagrams).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Adds a node reading the state. What `node` returns decides its edges: an update follows
+    /// `add_edge` edges (or a router), `(update, route)` and `Command<route>` go where the
+    /// route says, `Vec<P>` sends payloads along `add_send` edges.
+    #[must_use]
+    pub fn add_node<M>(self, name: impl Into<String>, node: impl IntoNode<S, C, M>) -> Self {
+        self.add_spec(name, node.into_node())
+    }
+
+    /// Adds a node that runs once per Send payload of type `P` it receives.
+    #[must_use]
+    pub fn add_payload_node<P, M>(self, name: impl Into<String>, node: impl IntoPayloadNode<S, C, P, M>) -> Self {
+        self.add_spec(name, node.into_node())
+    }
+
+    /// Adds an already erased node (what generated code uses).
+    #[must_use]
+    pub fn add_spec(mut self, name: impl Into<String>, spec: NodeSpec<S, C>) -> Self {
+        let name: String = name.into();
+        self.nodes.push(Entry { name: name.into(), spec, policy: NodePolicy::default() });
+        self
+    }
+
+    /// A static edge; `from` may be [`START`], `to` may be [`END`]. Several edges out of one
+    /// node run their targets together in the next step.
+    #[must_use]
+    pub fn add_edge(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
+        self.edges.push((from.into(), to.into()));
+        self
+    }
+
+    /// A Send edge: the payloads `from` returns run `to`, once each, in the next step.
+    #[must_use]
+    pub fn add_send(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
+        self.sends.push((from.into(), to.into()));
+        self
+    }
+
+    /// A router: after each step in which `from` ran, `router` reads the new state and picks
+    /// where the run goes.
+    #[must_use]
+    pub fn add_router<R, F>(mut self, from: impl Into<String>, router: F) -> Self
+    where
+        R: Route<State = S>,
+        F: Fn(&S) -> R + Send + Sync + 'static,
+    {
+        let router = Router {
+            route: std::any::type_name::<R>(),
+            targets: R::TARGETS,
+            pick: Arc::new(move |state: &S| router(state).index()),
+        };
+        self.routers.push((from.into(), router));
+        self
+    }
+
+    /// A join: `target` runs once every node of `sources` has finished since it last ran, even
+    /// when they finish in different steps.
+    #[must_use]
+    pub fn add_join<I, N>(mut self, sources: I, target: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
+    {
+        self.joins.push((sources.into_iter().map(Into::into).collect(), target.into()));
+        self
+    }
+
+    /// Sets the policies of node `name` (retry, timeout, defer).
+    #[must_use]
+    pub fn policy(mut self, name: &str, policy: NodePolicy) -> Self {
+        if let Some(entry) = self.nodes.iter_mut().find(|e| &*e.name == name) {
+            entry.policy = policy;
+        } else {
+            // Remembered as an edge-less phantom so compile reports the unknown name.
+            self.edges.push((format!("policy:{name}"), name.to_owned()));
+        }
+        self
+    }
+
+    /// The default bound on super-steps per run (see [`DEFAULT_RECURSION_LIMIT`]).
+    #[must_use]
+    pub fn recursion_limit(mut self, limit: u64) -> Self {
+        self.recursion_limit = limit;
+        self
+    }
+
+    /// Checks the wiring and builds the runnable graph.
+    pub fn compile(self) -> Result<CompiledGraph<S, C>, BuildError> {
+        let index: HashMap<String, usize> =
+            self.nodes.iter().enumerate().rev().map(|(i, e)| (e.name.to_string(), i)).collect();
+        let mut invalid = Vec::new();
+        self.check_endpoints(&index, &mut invalid);
+        self.check_shapes(&index, &mut invalid);
+        if !invalid.is_empty() {
+            return Err(BuildError::Invalid { graph: self.name, message: invalid.join("; ") });
+        }
+        let problems = graphwright_wiring::check(&self.topology());
+        if !problems.is_empty() {
+            return Err(BuildError::Wiring { graph: self.name, problems });
+        }
+        Ok(self.link(&index))
+    }
+
+    /// The graph as the wiring rules see it.
+    fn topology(&self) -> Topology<'_> {
+        let mut nodes: Vec<NodeDecl<'_>> = self.nodes.iter().map(|e| NodeDecl::new(&e.name)).collect();
+        let position = |name: &str| self.nodes.iter().position(|e| &*e.name == name);
+        for (from, to) in &self.edges {
+            if from == START {
+                if let Some(i) = position(to) {
+                    nodes[i].entry = true;
+                }
+            } else if let Some(i) = position(from) {
+                nodes[i].next.push(to);
+            }
+        }
+        for (i, entry) in self.nodes.iter().enumerate() {
+            if let Shape::Branch { targets, .. } = entry.spec.shape {
+                nodes[i].next.extend(targets.iter().copied());
+            }
+        }
+        for (from, router) in &self.routers {
+            if let Some(i) = position(from) {
+                nodes[i].next.extend(router.targets.iter().copied());
+            }
+        }
+        for (from, to) in &self.sends {
+            if let Some(i) = position(from) {
+                nodes[i].send.push(to);
+            }
+        }
+        for (sources, target) in &self.joins {
+            for source in sources {
+                if let Some(i) = position(source) {
+                    nodes[i].next.push(target);
+                }
+            }
+        }
+        Topology { graph: &self.name, nodes }
+    }
+
+    /// Builder-only rules about edge endpoints: names the wiring rules cannot see.
+    fn check_endpoints(&self, index: &HashMap<String, usize>, invalid: &mut Vec<String>) {
+        for (from, to) in &self.edges {
+            if let Some(name) = from.strip_prefix("policy:") {
+                invalid.push(format!("`policy` names no node `{name}`"));
+            } else if from == END {
+                invalid.push(format!("an edge cannot start at END (edge END -> `{to}`)"));
+            } else if to == START {
+                invalid.push(format!("an edge cannot lead to START (edge `{from}` -> START)"));
+            } else if from != START && !index.contains_key(from.as_str()) {
+                invalid.push(format!("edge `{from}` -> `{to}` starts at no node named `{from}`"));
+            }
+        }
+        let sources = self.sends.iter().map(|(f, _)| f).chain(self.routers.iter().map(|(f, _)| f));
+        for from in sources.chain(self.joins.iter().flat_map(|(s, _)| s)) {
+            if !index.contains_key(from.as_str()) {
+                invalid.push(format!("no node named `{from}` to start an edge from"));
+            }
+        }
+    }
+
+    /// Builder-only rules that the macro leaves to rustc's type checks.
+    fn check_shapes(&self, index: &HashMap<String, usize>, invalid: &mut Vec<String>) {
+        for (i, entry) in self.nodes.iter().enumerate() {
+            let name = &entry.name;
+            let statics = self.edges.iter().any(|(f, _)| f == &**name);
+            let routed = self.routers.iter().any(|(f, _)| f == &**name);
+            let sends: Vec<&str> = self.sends.iter().filter(|(f, _)| f == &**name).map(|(_, t)| t.as_str()).collect();
+            match &entry.spec.shape {
+                Shape::Branch { route, .. } if statics || routed => invalid.push(format!(
+                    "node `{name}` returns routes of `{route}`, so it cannot also have a static edge or a router"
+                )),
+                Shape::Send { payloads } => {
+                    if sends.len() != payloads.len() {
+                        invalid.push(format!(
+                            "node `{name}` returns Send payloads for {} target(s) but has {} `add_send` edge(s)",
+                            payloads.len(),
+                            sends.len()
+                        ));
+                    }
+                    for (target, payload) in sends.iter().zip(payloads) {
+                        let takes = index.get(*target).and_then(|&t| self.nodes[t].spec.takes);
+                        if takes.is_some_and(|t| t != *payload) || (index.contains_key(*target) && takes.is_none()) {
+                            invalid.push(format!(
+                                "node `{name}` sends `{}` to `{target}`, which does not take it as its payload \
+                                 (add `{target}` with `add_payload_node` and a `&{}` parameter)",
+                                payload.name, payload.name
+                            ));
+                        }
+                    }
+                }
+                _ if !sends.is_empty() => invalid.push(format!(
+                    "node `{name}` has a Send edge but returns no payloads: make it return `Vec<P>`"
+                )),
+                _ => {}
+            }
+            if routed && self.routers.iter().filter(|(f, _)| f == &**name).count() > 1 {
+                invalid.push(format!("node `{name}` has more than one router"));
+            }
+            if entry.policy.timeout.is_some() && !entry.spec.is_async() {
+                invalid.push(format!(
+                    "node `{name}` is sync, so a timeout could not stop it: make it `async` or drop the timeout"
+                ));
+            }
+            if entry.spec.takes.is_some() {
+                let pulled = self.edges.iter().any(|(_, t)| t == &**name)
+                    || self.joins.iter().any(|(_, t)| t == &**name)
+                    || self.nodes.iter().any(|e| matches!(e.spec.shape, Shape::Branch { targets, .. } if targets.contains(&&**name)))
+                    || self.routers.iter().any(|(_, r)| r.targets.contains(&&**name));
+                if pulled {
+                    invalid.push(format!(
+                        "node `{name}` takes a Send payload, so only `add_send` edges may lead to it"
+                    ));
+                }
+            }
+            let _ = i;
+        }
+    }
+
+    /// Resolves names to indices. Runs only on a graph that passed every check.
+    fn link(self, index: &HashMap<String, usize>) -> CompiledGraph<S, C> {
+        let target = |name: &str| if name == END { Target::END } else { Target(index[name] as u32) };
+        let mut joins: Vec<JoinSpec> = Vec::new();
+        let mut join_inputs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); self.nodes.len()];
+        for (sources, to) in &self.joins {
+            let join = joins.len() as u32;
+            joins.push(JoinSpec { target: target(to), sources: sources.len() as u32 });
+            for (slot, source) in sources.iter().enumerate() {
+                join_inputs[index[source.as_str()]].push((join, slot as u32));
+            }
+        }
+        let entries: Vec<u32> = {
+            let mut e: Vec<u32> = self.edges.iter().filter(|(f, _)| f == START).map(|(_, t)| index[t.as_str()] as u32).collect();
+            e.sort_unstable();
+            e.dedup();
+            e
+        };
+        let mut routers: HashMap<String, Router<S>> = self.routers.into_iter().collect();
+        let nodes: Vec<CompiledNode<S, C>> = self
+            .nodes
+            .into_iter()
+            .enumerate()
+            .map(|(i, entry)| {
+                let name = &*entry.name;
+                let edges = self.edges.iter().filter(|(f, _)| f == name).map(|(_, t)| target(t)).collect();
+                let router = routers.remove(name);
+                let routes = match (&entry.spec.shape, &router) {
+                    (Shape::Branch { targets, .. }, _) => targets.iter().map(|t| target(t)).collect(),
+                    (_, Some(r)) => r.targets.iter().map(|t| target(t)).collect(),
+                    _ => Box::default(),
+                };
+                let sends = self.sends.iter().filter(|(f, _)| f == name).map(|(_, t)| index[t.as_str()] as u32).collect();
+                CompiledNode {
+                    name: entry.name.clone(),
+                    action: entry.spec.action,
+                    edges,
+                    routes,
+                    router: router.map(|r| r.pick),
+                    sends,
+                    joins: std::mem::take(&mut join_inputs[i]).into(),
+                    policy: entry.policy,
+                }
+            })
+            .collect();
+        CompiledGraph::new(Inner {
+            name: self.name,
+            node_names: nodes.iter().map(|n| n.name.clone()).collect(),
+            nodes,
+            entries,
+            joins,
+            recursion_limit: self.recursion_limit,
+            default_context: self.default_context,
+        })
+    }
+}

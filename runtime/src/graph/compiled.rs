@@ -1,0 +1,145 @@
+//! A checked graph, ready to run.
+
+use super::node_spec::Action;
+use crate::config::RunConfig;
+use crate::error::GraphError;
+use crate::policy::NodePolicy;
+use crate::pregel;
+use crate::runtime::RunShared;
+use crate::state::State;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A node index, or END.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Target(pub(crate) u32);
+
+impl Target {
+    pub(crate) const END: Self = Self(u32::MAX);
+}
+
+pub(crate) type RouterFn<S> = Arc<dyn Fn(&S) -> usize + Send + Sync>;
+
+pub(crate) struct Router<S> {
+    pub(crate) route: &'static str,
+    pub(crate) targets: &'static [&'static str],
+    pub(crate) pick: RouterFn<S>,
+}
+
+/// A join: its target runs once all `sources` have finished since it last ran.
+pub(crate) struct JoinSpec {
+    pub(crate) target: Target,
+    pub(crate) sources: u32,
+}
+
+/// A node with its edges resolved to indices.
+pub(crate) struct CompiledNode<S: State, C> {
+    pub(crate) name: Arc<str>,
+    pub(crate) action: Action<S, C>,
+    /// Static edges.
+    pub(crate) edges: Box<[Target]>,
+    /// Targets by route index (branching nodes and routers).
+    pub(crate) routes: Box<[Target]>,
+    pub(crate) router: Option<RouterFn<S>>,
+    /// Send targets by payload target index.
+    pub(crate) sends: Box<[u32]>,
+    /// (join, slot) pairs this node fills when it finishes.
+    pub(crate) joins: Box<[(u32, u32)]>,
+    pub(crate) policy: NodePolicy,
+}
+
+pub(crate) struct Inner<S: State, C> {
+    pub(crate) name: String,
+    pub(crate) nodes: Vec<CompiledNode<S, C>>,
+    pub(crate) node_names: Arc<[Arc<str>]>,
+    pub(crate) entries: Vec<u32>,
+    pub(crate) joins: Vec<JoinSpec>,
+    pub(crate) recursion_limit: u64,
+    pub(crate) default_context: Option<fn() -> C>,
+}
+
+/// A checked, runnable graph. Cheap to clone; every clone runs the same graph.
+pub struct CompiledGraph<S: State, C = ()> {
+    inner: Arc<Inner<S, C>>,
+}
+
+impl<S: State, C> Clone for CompiledGraph<S, C> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<S: State, C> fmt::Debug for CompiledGraph<S, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledGraph")
+            .field("name", &self.inner.name)
+            .field("nodes", &self.inner.node_names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a run returns.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RunOutput<S> {
+    /// The final state.
+    pub state: S,
+    /// How many super-steps ran.
+    pub steps: u64,
+}
+
+static RUN_IDS: AtomicU64 = AtomicU64::new(1);
+
+impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
+    pub(crate) fn new(inner: Inner<S, C>) -> Self {
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// The graph's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The node names, in declaration order.
+    pub fn node_names(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.inner.node_names.iter().map(|n| &**n)
+    }
+
+    /// Runs the graph from `input` (a full state or an update, folded into the default state
+    /// with the reducers) until no task is left.
+    ///
+    /// Dropping the returned future cancels the run at once: every in-flight node is dropped.
+    pub async fn invoke(&self, input: impl Into<S::Update>, cfg: &RunConfig<C>) -> Result<RunOutput<S>, GraphError> {
+        let mut state = S::default();
+        state.apply(input.into());
+        let shared = self.shared(cfg)?;
+        let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
+        let run = pregel::execute(&self.inner, state, shared, limit);
+        match cfg.deadline {
+            None => run.await,
+            Some(after) => tokio::time::timeout(after, run)
+                .await
+                .unwrap_or(Err(GraphError::DeadlineExceeded { after })),
+        }
+    }
+
+    fn shared(&self, cfg: &RunConfig<C>) -> Result<Arc<RunShared<C>>, GraphError> {
+        let context = match (&cfg.context, self.inner.default_context) {
+            (Some(context), _) => Arc::clone(context),
+            (None, Some(default)) => Arc::new(default()),
+            (None, None) => {
+                return Err(GraphError::MissingContext {
+                    graph: self.inner.name.clone(),
+                    context: std::any::type_name::<C>(),
+                })
+            }
+        };
+        Ok(Arc::new(RunShared {
+            context,
+            thread_id: cfg.thread_id.clone(),
+            run_id: RUN_IDS.fetch_add(1, Ordering::Relaxed),
+            node_names: Arc::clone(&self.inner.node_names),
+        }))
+    }
+}

@@ -1,0 +1,20 @@
+//! Building a graph: the dynamic builder [`StateGraph`] and its compiled form.
+
+mod builder;
+mod compiled;
+mod into_node;
+mod node_spec;
+
+pub use builder::StateGraph;
+pub use compiled::{CompiledGraph, RunOutput};
+pub use into_node::{marker, AsyncFn1, AsyncFn2, BranchKind, IntoNode, IntoPayloadNode, OutputKind, SendKind, UpdateKind};
+pub use node_spec::{take_payload, Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape};
+
+pub(crate) use compiled::{CompiledNode, Inner, Target};
+pub(crate) use node_spec::Action;
+
+/// The default bound on super-steps per run. LangGraph's is 10 007 (since March 2026): a
+/// long agent loop takes two steps per tool call, and a lower limit surprised its users. An
+/// accidental loop in a graphwright graph reaches 10 000 steps in milliseconds, so the bound
+/// costs nothing in the failure case and never trips a healthy agent.
+pub const DEFAULT_RECURSION_LIMIT: u64 = 10_000;

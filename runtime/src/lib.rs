@@ -1,0 +1,143 @@
+//! # graphwright
+//!
+//! LLM agents and workflows as graphs whose wiring the Rust compiler checks.
+//!
+//! You write ordinary functions and mark them: `#[state]` on the struct the graph carries,
+//! `#[node]` on each step, `#[graph]` on the module that holds them. The macros generate the
+//! update type with its reducers, one routing enum per branching node, and the wiring; a graph
+//! with an edge to a node that does not exist, a node that can never run, or a branch that
+//! returns a route it did not declare does not compile. The runtime runs the graph in
+//! super-steps, the way LangGraph does, with concurrent tasks and deterministic merges.
+//!
+//! ```
+//! use graphwright::prelude::*;
+//!
+//! #[graph]
+//! mod triage {
+//!     use super::*;
+//!
+//!     #[state]
+//!     pub struct State {
+//!         pub question: String,
+//!         #[reducer(append)]
+//!         pub trail: Vec<String>,
+//!         #[reducer(add)]
+//!         pub attempts: u32,
+//!     }
+//!
+//!     /// Decide whether the question needs a lookup.
+//!     #[node(entry, next = lookup | answer)]
+//!     fn classify(state: &State) -> (StateUpdate, ClassifyNext) {
+//!         let update = StateUpdate::new().trail(vec!["classify".into()]).attempts(1);
+//!         if state.question.ends_with('?') {
+//!             (update, ClassifyNext::Lookup)
+//!         } else {
+//!             (update, ClassifyNext::Answer)
+//!         }
+//!     }
+//!
+//!     #[node(next = answer)]
+//!     async fn lookup(_state: &State) -> StateUpdate {
+//!         StateUpdate::new().trail(vec!["lookup".into()])
+//!     }
+//!
+//!     #[node(next = END)]
+//!     fn answer(_state: &State) -> StateUpdate {
+//!         StateUpdate::new().trail(vec!["answer".into()])
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let app = triage::graph().compile()?;
+//! let input = triage::StateUpdate::new().question("what is a super-step?".to_owned());
+//! let out = app.invoke(input, &RunConfig::default()).await?;
+//! assert_eq!(out.state.trail, ["classify", "lookup", "answer"]);
+//! assert_eq!(out.state.attempts, 1);
+//! assert!(triage::MERMAID.contains("classify -.-> lookup"));
+//! # Ok(()) }
+//! ```
+//!
+//! The same graph can be built at run time with [`StateGraph`], whose `compile` applies the
+//! same wiring rules the macro applies at compile time.
+
+#![forbid(unsafe_code)]
+
+extern crate self as graphwright;
+
+pub mod config;
+pub mod error;
+pub mod graph;
+pub mod message;
+pub mod node;
+pub mod policy;
+pub(crate) mod pregel;
+pub mod reducer;
+pub mod runtime;
+pub mod state;
+
+pub use config::RunConfig;
+pub use error::{BuildError, GraphError, NodeError, TimeoutError};
+pub use graph::{CompiledGraph, NodeSpec, RunOutput, StateGraph, DEFAULT_RECURSION_LIMIT};
+pub use graphwright_macros::{graph, node, state};
+pub use message::{Message, Role};
+pub use node::{Command, Route, END, START};
+pub use policy::{NodePolicy, RetryPolicy};
+pub use runtime::Runtime;
+pub use state::{Overwrite, State, Update, Write};
+
+/// What a graph module needs in one import.
+pub mod prelude {
+    pub use crate::{
+        graph, node, state, BuildError, Command, CompiledGraph, GraphError, Message, NodeError, NodePolicy,
+        Overwrite, RetryPolicy, Role, Route, RunConfig, Runtime, State, StateGraph, Update, END, START,
+    };
+}
+
+/// Support for generated code. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::graph::{
+        take_payload, Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, StateGraph,
+    };
+    pub use crate::node::{
+        BranchReturn, MultiSendReturn, NodeOutput, Payload, Route, SendPayload, SendReturn, SendRoute,
+        UpdateReturn,
+    };
+    pub use crate::reducer::{
+        AddReducer, AppendReducer, MergeReducer, MessagesReducer, OrdReducer, UnionReducer,
+    };
+    pub use crate::state::{Conflict, State, Update, Write};
+    pub use crate::{Runtime, END};
+    pub use serde;
+    pub use std::boxed::Box;
+    pub use std::option::Option;
+    pub use std::result::Result;
+    pub use std::vec::Vec;
+
+    /// The first pair of updates that both write a field a step may write once.
+    ///
+    /// `written` says, per update, whether it writes the field at all and whether the write is
+    /// an [`Overwrite`](crate::Overwrite). A last-value field takes one write of any kind; a
+    /// reducer field takes any number of reducer writes but at most one overwrite.
+    pub fn conflict(
+        field: &'static str,
+        last_value: bool,
+        written: impl Iterator<Item = Option<bool>>,
+    ) -> Option<Conflict> {
+        let mut first = None;
+        for (index, write) in written.enumerate() {
+            let counts = match write {
+                None => false,
+                Some(overwrite) => last_value || overwrite,
+            };
+            if counts {
+                match first {
+                    None => first = Some(index),
+                    Some(first) => return Some(Conflict { field, first, second: index }),
+                }
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,124 @@
+//! Per-node policies: retry, timeout, and deferral.
+
+use crate::error::NodeError;
+use std::fmt;
+use std::time::Duration;
+
+/// Retries a failing node with exponential backoff.
+///
+/// ```
+/// use graphwright::RetryPolicy;
+/// use std::time::Duration;
+///
+/// let policy = RetryPolicy::new(3).initial_backoff(Duration::from_millis(10)).factor(2.0);
+/// assert_eq!(policy.backoff(1), Duration::from_millis(10));
+/// assert_eq!(policy.backoff(2), Duration::from_millis(20));
+/// ```
+#[derive(Clone)]
+pub struct RetryPolicy {
+    pub(crate) max_attempts: u32,
+    pub(crate) initial_backoff: Duration,
+    pub(crate) factor: f64,
+    pub(crate) max_backoff: Duration,
+    pub(crate) retry_on: fn(&NodeError) -> bool,
+}
+
+impl RetryPolicy {
+    /// Up to `max_attempts` attempts in all (at least 1), starting 100 ms apart and doubling up
+    /// to 30 s, retrying every error.
+    #[must_use]
+    pub fn new(max_attempts: u32) -> Self {
+        Self {
+            max_attempts: max_attempts.max(1),
+            initial_backoff: Duration::from_millis(100),
+            factor: 2.0,
+            max_backoff: Duration::from_secs(30),
+            retry_on: |_| true,
+        }
+    }
+
+    /// The wait before the second attempt.
+    #[must_use]
+    pub fn initial_backoff(mut self, wait: Duration) -> Self {
+        self.initial_backoff = wait;
+        self
+    }
+
+    /// How much each wait grows over the one before.
+    #[must_use]
+    pub fn factor(mut self, factor: f64) -> Self {
+        self.factor = factor.max(1.0);
+        self
+    }
+
+    /// The longest wait.
+    #[must_use]
+    pub fn max_backoff(mut self, wait: Duration) -> Self {
+        self.max_backoff = wait;
+        self
+    }
+
+    /// Which errors are worth another attempt; the others fail the node at once.
+    #[must_use]
+    pub fn retry_on(mut self, predicate: fn(&NodeError) -> bool) -> Self {
+        self.retry_on = predicate;
+        self
+    }
+
+    /// The wait after failed attempt `attempt` (1-based).
+    #[must_use]
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let exponent = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);
+        let wait = self.initial_backoff.as_secs_f64() * self.factor.powi(exponent);
+        Duration::from_secs_f64(wait.min(self.max_backoff.as_secs_f64()))
+    }
+}
+
+impl fmt::Debug for RetryPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("max_attempts", &self.max_attempts)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("factor", &self.factor)
+            .field("max_backoff", &self.max_backoff)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Policies of one node.
+#[derive(Clone, Debug, Default)]
+pub struct NodePolicy {
+    pub(crate) retry: Option<RetryPolicy>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) defer: bool,
+}
+
+impl NodePolicy {
+    /// No retry, no timeout, not deferred.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Retry failures under `policy`.
+    #[must_use]
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Fail an attempt that runs longer than `limit`. Only async nodes can be stopped mid-way,
+    /// so the builder rejects a timeout on a sync node.
+    #[must_use]
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// Run the node only when no other task is pending (a join for branches of unequal length).
+    #[must_use]
+    pub fn defer(mut self) -> Self {
+        self.defer = true;
+        self
+    }
+}

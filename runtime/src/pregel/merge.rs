@@ -1,0 +1,36 @@
+//! Folding a step's updates into the state, all or nothing.
+
+use crate::error::GraphError;
+use crate::graph::Inner;
+use crate::node::NodeOutput;
+use crate::pregel::Task;
+use crate::state::State;
+
+/// Applies the updates of a step in task order. When two of them conflict (a last-value field
+/// written twice), nothing is applied and the error names the field and both nodes.
+pub(crate) fn apply<S: State, C>(
+    graph: &Inner<S, C>,
+    state: &mut S,
+    tasks: &[Task],
+    outputs: &mut [NodeOutput<S>],
+    step: u64,
+) -> Result<(), GraphError> {
+    if let [only] = outputs {
+        state.apply(std::mem::take(&mut only.update));
+        return Ok(());
+    }
+    let updates: Vec<S::Update> = outputs.iter_mut().map(|o| std::mem::take(&mut o.update)).collect();
+    if let Some(conflict) = S::conflict(&updates) {
+        let name = |i: usize| graph.node_names[tasks[i].node as usize].to_string();
+        return Err(GraphError::InvalidUpdate {
+            field: conflict.field,
+            first: name(conflict.first),
+            second: name(conflict.second),
+            step,
+        });
+    }
+    for update in updates {
+        state.apply(update);
+    }
+    Ok(())
+}

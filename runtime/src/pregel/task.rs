@@ -1,0 +1,110 @@
+//! Running the tasks of one super-step.
+
+use crate::error::{GraphError, NodeError};
+use crate::graph::{Action, CompiledNode, Inner, NodeResult};
+use crate::node::NodeOutput;
+use crate::runtime::{RunShared, Runtime, TaskInfo};
+use crate::state::State;
+use futures::stream::{FuturesUnordered, StreamExt};
+use std::any::Any;
+use std::sync::Arc;
+
+/// One task of a step: a node to run, with its Send payload if a Send started it.
+pub(crate) struct Task {
+    pub(crate) node: u32,
+    pub(crate) payload: Option<Box<dyn Any + Send + Sync>>,
+}
+
+impl Task {
+    pub(crate) fn pull(node: u32) -> Self {
+        Self { node, payload: None }
+    }
+}
+
+/// Runs every task of the step; `outputs` receives one output per task, in task order.
+/// The first failure cancels the tasks still running and fails the step.
+pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
+    graph: &Inner<S, C>,
+    state: &S,
+    run: &Arc<RunShared<C>>,
+    step: u64,
+    tasks: &[Task],
+    outputs: &mut Vec<NodeOutput<S>>,
+) -> Result<(), GraphError> {
+    outputs.clear();
+    if let [task] = tasks {
+        outputs.push(run_task(graph, state, run, step, 0, task).await?);
+        return Ok(());
+    }
+    let mut slots: Vec<Option<NodeOutput<S>>> = Vec::with_capacity(tasks.len());
+    let mut pending = FuturesUnordered::new();
+    for (index, task) in tasks.iter().enumerate() {
+        let node = &graph.nodes[task.node as usize];
+        let plain_sync = matches!(node.action, Action::Sync(_)) && node.policy.retry.is_none();
+        if plain_sync {
+            slots.push(Some(run_task(graph, state, run, step, index as u32, task).await?));
+        } else {
+            slots.push(None);
+            pending.push(async move { (index, run_task(graph, state, run, step, index as u32, task).await) });
+        }
+    }
+    while let Some((index, result)) = pending.next().await {
+        slots[index] = Some(result?);
+    }
+    outputs.extend(slots.into_iter().flatten());
+    Ok(())
+}
+
+/// Runs one task under its node's retry and timeout policies.
+async fn run_task<S: State, C: Send + Sync + 'static>(
+    graph: &Inner<S, C>,
+    state: &S,
+    run: &Arc<RunShared<C>>,
+    step: u64,
+    index: u32,
+    task: &Task,
+) -> Result<NodeOutput<S>, GraphError> {
+    let node = &graph.nodes[task.node as usize];
+    let mut attempt = 1;
+    loop {
+        let rt = Runtime { run: Arc::clone(run), task: TaskInfo { step, node: task.node, index, attempt } };
+        let error = match attempt_once(node, state, &rt, task).await {
+            Ok(output) => return Ok(output),
+            Err(error) => error,
+        };
+        let retry = node.policy.retry.as_ref().filter(|p| attempt < p.max_attempts && (p.retry_on)(&error));
+        match retry {
+            Some(policy) => {
+                tracing::debug!(node = %node.name, step, attempt, %error, "node failed; retrying");
+                tokio::time::sleep(policy.backoff(attempt)).await;
+                attempt += 1;
+            }
+            None => {
+                return Err(GraphError::Node {
+                    node: node.name.to_string(),
+                    step,
+                    attempts: attempt,
+                    source: error.into_box(),
+                })
+            }
+        }
+    }
+}
+
+async fn attempt_once<S: State, C: Send + Sync + 'static>(
+    node: &CompiledNode<S, C>,
+    state: &S,
+    rt: &Runtime<C>,
+    task: &Task,
+) -> NodeResult<S> {
+    let input = task.payload.as_deref();
+    match &node.action {
+        Action::Sync(f) => f(state, rt, input),
+        Action::Async(f) => match node.policy.timeout {
+            None => f(state, rt, input).await,
+            Some(limit) => tokio::time::timeout(limit, f(state, rt, input))
+                .await
+                .unwrap_or_else(|_| Err(NodeError::timeout(limit))),
+        },
+    }
+}

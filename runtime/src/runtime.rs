@@ -1,0 +1,101 @@
+//! What a node can reach besides the state: its run's context and where it is in the run.
+
+use std::sync::Arc;
+
+/// A node's handle on its run: the typed context, the thread, and the task's place in the run.
+///
+/// Take it as a parameter (`rt: &Runtime<Ctx>`) in any position. The context holds what the
+/// run needs but no model may see (user ids, handles); it never reaches a prompt or a tool
+/// schema.
+///
+/// ```
+/// use graphwright::prelude::*;
+///
+/// pub struct Ctx {
+///     pub user_id: String,
+/// }
+///
+/// #[graph(context = Ctx)]
+/// mod greet {
+///     use super::*;
+///
+///     #[state]
+///     pub struct State {
+///         pub greeting: String,
+///     }
+///
+///     #[node(entry, next = END)]
+///     fn hello(rt: &Runtime<Ctx>) -> StateUpdate {
+///         StateUpdate::new().greeting(format!("hello {} (step {})", rt.context().user_id, rt.step()))
+///     }
+/// }
+///
+/// # tokio_test(async {
+/// let app = greet::graph().compile()?;
+/// let cfg = RunConfig::default().context(Ctx { user_id: "u1".into() });
+/// let out = app.invoke(greet::State::default(), &cfg).await?;
+/// assert_eq!(out.state.greeting, "hello u1 (step 1)");
+/// # Ok::<(), Box<dyn std::error::Error>>(()) });
+/// # fn tokio_test<F: std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>>(f: F) {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f).unwrap();
+/// # }
+/// ```
+pub struct Runtime<C = ()> {
+    pub(crate) run: Arc<RunShared<C>>,
+    pub(crate) task: TaskInfo,
+}
+
+/// What every task of one run shares.
+pub(crate) struct RunShared<C> {
+    pub(crate) context: Arc<C>,
+    pub(crate) thread_id: Option<Arc<str>>,
+    pub(crate) run_id: u64,
+    pub(crate) node_names: Arc<[Arc<str>]>,
+}
+
+/// Where a task sits in its run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskInfo {
+    pub(crate) step: u64,
+    pub(crate) node: u32,
+    pub(crate) index: u32,
+    pub(crate) attempt: u32,
+}
+
+impl<C> Runtime<C> {
+    /// The run's context, as passed with [`RunConfig::context`](crate::RunConfig::context).
+    pub fn context(&self) -> &C {
+        &self.run.context
+    }
+
+    /// The super-step this task runs in; the first node step is 1.
+    pub fn step(&self) -> u64 {
+        self.task.step
+    }
+
+    /// The name of the node this task runs.
+    pub fn node(&self) -> &str {
+        &self.run.node_names[self.task.node as usize]
+    }
+
+    /// The task's position in its step: pull tasks in node declaration order, then Send tasks
+    /// in the order they were sent.
+    pub fn task_index(&self) -> u32 {
+        self.task.index
+    }
+
+    /// Which attempt this is, starting at 1; above 1 only under a retry policy.
+    pub fn attempt(&self) -> u32 {
+        self.task.attempt
+    }
+
+    /// The thread the run belongs to, if it has one.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.run.thread_id.as_deref()
+    }
+
+    /// A number that identifies this run among the runs of this process.
+    pub fn run_id(&self) -> u64 {
+        self.run.run_id
+    }
+}

@@ -1,0 +1,88 @@
+//! The wiring rules of a graphwright graph.
+//!
+//! The `#[graph]` macro checks a graph while it compiles; the runtime's `StateGraph::compile`
+//! checks a graph built at run time. Both describe the graph as a [`Topology`] and call
+//! [`check`], so they accept and reject exactly the same graphs, with the same words. The macro
+//! turns each [`Problem`] into a `compile_error!` under the user's token; the builder returns it
+//! inside a `BuildError`.
+//!
+//! ```
+//! use graphwright_wiring::{check, NodeDecl, Problem, Topology, END};
+//!
+//! let topology = Topology {
+//!     graph: "support",
+//!     nodes: vec![
+//!         NodeDecl::new("planner").entry().next(["generator", "tools"]),
+//!         NodeDecl::new("tools").next(["planer"]),
+//!         NodeDecl::new("generator").next([END]),
+//!     ],
+//! };
+//! let problems = check(&topology);
+//! assert_eq!(
+//!     problems[0].to_string(),
+//!     "no node named `planer` in graph `support`; did you mean `planner`?"
+//! );
+//! assert!(matches!(problems[0], Problem::UnknownTarget { node: 1, target: 0, .. }));
+//! ```
+
+mod problem;
+mod rules;
+mod suggest;
+
+pub use problem::{EdgeKind, Problem};
+pub use rules::check;
+pub use suggest::{closest, RESERVED};
+
+/// The name of the virtual node a finished branch goes to.
+pub const END: &str = "END";
+
+/// A graph reduced to what the wiring rules look at: node names and edges, in declaration order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Topology<'a> {
+    /// The graph's name, used in messages (the `#[graph]` module's name, or the builder's).
+    pub graph: &'a str,
+    /// Every node, in declaration order.
+    pub nodes: Vec<NodeDecl<'a>>,
+}
+
+/// One node as the wiring rules see it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeDecl<'a> {
+    /// The node's name.
+    pub name: &'a str,
+    /// An edge leads from START to this node.
+    pub entry: bool,
+    /// Targets of static edges, branches and routers ([`END`] included), as written.
+    pub next: Vec<&'a str>,
+    /// Targets that receive this node's Send payloads, as written.
+    pub send: Vec<&'a str>,
+}
+
+impl<'a> NodeDecl<'a> {
+    /// A node with no edges yet.
+    #[must_use]
+    pub fn new(name: &'a str) -> Self {
+        Self { name, ..Self::default() }
+    }
+
+    /// Marks the node as an entry (an edge from START).
+    #[must_use]
+    pub fn entry(mut self) -> Self {
+        self.entry = true;
+        self
+    }
+
+    /// Adds targets of static edges, branches or routers.
+    #[must_use]
+    pub fn next(mut self, targets: impl IntoIterator<Item = &'a str>) -> Self {
+        self.next.extend(targets);
+        self
+    }
+
+    /// Adds Send targets.
+    #[must_use]
+    pub fn send(mut self, targets: impl IntoIterator<Item = &'a str>) -> Self {
+        self.send.extend(targets);
+        self
+    }
+}
