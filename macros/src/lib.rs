@@ -1,8 +1,40 @@
-//! Placeholder while the macros are written.
+//! The attribute macros of [graphwright](https://docs.rs/graphwright): `#[graph]`, `#[state]`
+//! and `#[node]`. Depend on `graphwright`, which re-exports them; the docs with examples are
+//! on the re-exports.
+
+mod ctxt;
+mod graph;
+mod paths;
+mod state;
+
 use proc_macro::TokenStream;
+
+/// Turns an inline module of `#[state]` and `#[node]` items into a checked graph.
+///
+/// See [`graphwright::graph`](https://docs.rs/graphwright/latest/graphwright/attr.graph.html).
 #[proc_macro_attribute]
-pub fn graph(_a: TokenStream, i: TokenStream) -> TokenStream { i }
+pub fn graph(args: TokenStream, input: TokenStream) -> TokenStream {
+    graph::expand(args.into(), input.into()).into()
+}
+
+/// Generates the update type and reducer wiring of a state struct.
+///
+/// See [`graphwright::state`](https://docs.rs/graphwright/latest/graphwright/attr.state.html).
 #[proc_macro_attribute]
-pub fn state(_a: TokenStream, i: TokenStream) -> TokenStream { i }
+pub fn state(args: TokenStream, input: TokenStream) -> TokenStream {
+    state::expand_attribute(args.into(), input.into()).into()
+}
+
+/// Marks a fn as a node of the enclosing `#[graph]` module.
+///
+/// See [`graphwright::node`](https://docs.rs/graphwright/latest/graphwright/attr.node.html).
 #[proc_macro_attribute]
-pub fn node(_a: TokenStream, i: TokenStream) -> TokenStream { i }
+pub fn node(_args: TokenStream, input: TokenStream) -> TokenStream {
+    let input: proc_macro2::TokenStream = input.into();
+    let error = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        "`#[node]` marks a fn inside a `#[graph]` module: put it in `#[graph] mod name { .. }`",
+    )
+    .to_compile_error();
+    quote::quote!(#error #input).into()
+}

@@ -77,7 +77,7 @@ pub trait Route: Send + 'static {
 ///         StateUpdate::new()
 ///     }
 /// }
-/// # let _ = review::graph();
+/// # fn main() { let _ = review::graph(); }
 /// ```
 pub struct Command<R: Route> {
     pub(crate) update: <R::State as State>::Update,

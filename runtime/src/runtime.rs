@@ -30,15 +30,14 @@ use std::sync::Arc;
 ///     }
 /// }
 ///
-/// # tokio_test(async {
-/// let app = greet::graph().compile()?;
-/// let cfg = RunConfig::default().context(Ctx { user_id: "u1".into() });
-/// let out = app.invoke(greet::State::default(), &cfg).await?;
-/// assert_eq!(out.state.greeting, "hello u1 (step 1)");
-/// # Ok::<(), Box<dyn std::error::Error>>(()) });
-/// # fn tokio_test<F: std::future::Future<Output = Result<(), Box<dyn std::error::Error>>>>(f: F) {
-/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f).unwrap();
-/// # }
+/// #[tokio::main(flavor = "current_thread")]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let app = greet::graph().compile()?;
+///     let cfg = RunConfig::default().context(Ctx { user_id: "u1".into() });
+///     let out = app.invoke(greet::State::default(), &cfg).await?;
+///     assert_eq!(out.state.greeting, "hello u1 (step 1)");
+///     Ok(())
+/// }
 /// ```
 pub struct Runtime<C = ()> {
     pub(crate) run: Arc<RunShared<C>>,

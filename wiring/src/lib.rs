@@ -25,10 +25,12 @@
 //! assert!(matches!(problems[0], Problem::UnknownTarget { node: 1, target: 0, .. }));
 //! ```
 
+mod mermaid;
 mod problem;
 mod rules;
 mod suggest;
 
+pub use mermaid::mermaid;
 pub use problem::{EdgeKind, Problem};
 pub use rules::check;
 pub use suggest::{closest, RESERVED};
@@ -56,6 +58,9 @@ pub struct NodeDecl<'a> {
     pub next: Vec<&'a str>,
     /// Targets that receive this node's Send payloads, as written.
     pub send: Vec<&'a str>,
+    /// The `next` targets are alternatives chosen at run time (a branch or a router), not
+    /// static edges. Only diagrams look at this.
+    pub conditional: bool,
 }
 
 impl<'a> NodeDecl<'a> {
@@ -76,6 +81,13 @@ impl<'a> NodeDecl<'a> {
     #[must_use]
     pub fn next(mut self, targets: impl IntoIterator<Item = &'a str>) -> Self {
         self.next.extend(targets);
+        self
+    }
+
+    /// Marks the `next` targets as alternatives chosen at run time.
+    #[must_use]
+    pub fn conditional(mut self) -> Self {
+        self.conditional = true;
         self
     }
 

@@ -14,7 +14,9 @@ pub const RESERVED: &[&str] = &["START", "END", "__start__", "__end__"];
 /// assert_eq!(graphwright_wiring::closest("xyz", ["planner", "tools"]), None);
 /// ```
 pub fn closest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    let budget = (name.chars().count() / 3).max(1);
+    let length = name.chars().count();
+    // A suggestion that rewrites every character is no suggestion.
+    let budget = (length / 3).max(1).min(length.saturating_sub(1));
     candidates
         .into_iter()
         .filter(|candidate| *candidate != name)
@@ -48,5 +50,6 @@ mod tests {
     fn stays_silent_when_nothing_is_close() {
         assert_eq!(closest("summarizer", ["planner", "worker"]), None);
         assert_eq!(closest("a", ["planner"]), None);
+        assert_eq!(closest("b", ["a"]), None);
     }
 }

@@ -157,7 +157,6 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         F: Fn(&S) -> R + Send + Sync + 'static,
     {
         let router = Router {
-            route: std::any::type_name::<R>(),
             targets: R::TARGETS,
             pick: Arc::new(move |state: &S| router(state).index()),
         };

@@ -22,7 +22,6 @@ impl Target {
 pub(crate) type RouterFn<S> = Arc<dyn Fn(&S) -> usize + Send + Sync>;
 
 pub(crate) struct Router<S> {
-    pub(crate) route: &'static str,
     pub(crate) targets: &'static [&'static str],
     pub(crate) pick: RouterFn<S>,
 }

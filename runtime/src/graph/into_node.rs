@@ -6,52 +6,80 @@
 //! follows static edges, `(update, route)` or `Command<route>` branches, `Vec<P>` sends.
 
 use super::node_spec::{NodeFuture, NodeResult, NodeSpec, PayloadType, Shape};
-use crate::node::{BranchReturn, Route, SendPayload, SendReturn, UpdateReturn};
+use crate::error::NodeError;
+use crate::node::{BranchReturn, Command, NodeOutput, Payload, Route, SendPayload, SendReturn};
 use crate::runtime::Runtime;
-use crate::state::State;
+use crate::state::{State, Update};
 use std::future::Future;
-use std::marker::PhantomData;
 
-/// How a return type converts to a node output, and what it says about the node's shape.
-/// Implemented for the marker types below; `M` is inferred.
-pub trait OutputKind<S: State, O> {
+/// What a builder node may return: an update, `(update, route)`, `Command<route>`, `Vec<P>`,
+/// `(update, Vec<P>)`, or a `Result` of any of these. The type also says how the node is wired.
+#[diagnostic::on_unimplemented(
+    message = "a node cannot return `{Self}`",
+    label = "expected an update, `(update, route)`, `Command<route>`, `Vec<payload>`, or a `Result` of one"
+)]
+pub trait IntoOutput<S: State> {
     /// The node's shape.
     fn shape() -> Shape;
     /// Converts the return value.
-    fn convert(output: O) -> NodeResult<S>;
+    fn convert(self) -> NodeResult<S>;
 }
 
-/// Marker: the node returns an update.
-pub struct UpdateKind;
-/// Marker: the node returns a route of type `R`.
-pub struct BranchKind<R>(PhantomData<R>);
-/// Marker: the node returns payloads of type `P`.
-pub struct SendKind<P>(PhantomData<P>);
-
-impl<S: State, O: UpdateReturn<S>> OutputKind<S, O> for UpdateKind {
+impl<U: Update> IntoOutput<U::State> for U {
     fn shape() -> Shape {
         Shape::Update
     }
-    fn convert(output: O) -> NodeResult<S> {
-        output.into_output()
+    fn convert(self) -> NodeResult<U::State> {
+        Ok(NodeOutput::update(self))
     }
 }
 
-impl<S: State, R: Route<State = S>, O: BranchReturn<R>> OutputKind<S, O> for BranchKind<R> {
+impl<U, R> IntoOutput<R::State> for (U, R)
+where
+    R: Route,
+    R::State: State<Update = U>,
+{
     fn shape() -> Shape {
         Shape::branch::<R>()
     }
-    fn convert(output: O) -> NodeResult<S> {
-        output.into_output()
+    fn convert(self) -> NodeResult<R::State> {
+        BranchReturn::<R>::into_output(self)
     }
 }
 
-impl<S: State, P: SendPayload, O: SendReturn<S, P>> OutputKind<S, O> for SendKind<P> {
+impl<R: Route> IntoOutput<R::State> for Command<R> {
+    fn shape() -> Shape {
+        Shape::branch::<R>()
+    }
+    fn convert(self) -> NodeResult<R::State> {
+        BranchReturn::<R>::into_output(self)
+    }
+}
+
+impl<S: State, P: SendPayload> IntoOutput<S> for Vec<P> {
     fn shape() -> Shape {
         Shape::send::<P>()
     }
-    fn convert(output: O) -> NodeResult<S> {
-        output.into_output()
+    fn convert(self) -> NodeResult<S> {
+        SendReturn::<S, P>::into_output(self)
+    }
+}
+
+impl<S: State<Update = U>, U, P: SendPayload> IntoOutput<S> for (U, Vec<P>) {
+    fn shape() -> Shape {
+        Shape::send::<P>()
+    }
+    fn convert(self) -> NodeResult<S> {
+        Ok(NodeOutput::send(self.0, self.1.into_iter().map(|p| Payload::new(0, p)).collect()))
+    }
+}
+
+impl<S: State, T: IntoOutput<S>, E: Into<NodeError>> IntoOutput<S> for Result<T, E> {
+    fn shape() -> Shape {
+        T::shape()
+    }
+    fn convert(self) -> NodeResult<S> {
+        self.map_err(Into::into)?.convert()
     }
 }
 
@@ -114,137 +142,137 @@ where
 /// Marker types that keep the `IntoNode` impls apart.
 pub mod marker {
     use std::marker::PhantomData;
-    /// A sync fn of the state.
-    pub struct SyncState<K, O>(PhantomData<(K, O)>);
+        /// A sync fn of the state.
+    pub struct SyncState<O>(PhantomData<O>);
     /// A sync fn of the state and the runtime.
-    pub struct SyncStateRt<K, O>(PhantomData<(K, O)>);
+    pub struct SyncStateRt<O>(PhantomData<O>);
     /// An async fn of the state.
-    pub struct AsyncState<K, O>(PhantomData<(K, O)>);
+    pub struct AsyncState<O>(PhantomData<O>);
     /// An async fn of the state and the runtime.
-    pub struct AsyncStateRt<K, O>(PhantomData<(K, O)>);
+    pub struct AsyncStateRt<O>(PhantomData<O>);
 }
 
-impl<S, C, F, O, K> IntoNode<S, C, marker::SyncState<K, O>> for F
+impl<S, C, F, O> IntoNode<S, C, marker::SyncState<O>> for F
 where
     S: State,
     C: Send + Sync + 'static,
     F: Fn(&S) -> O + Send + Sync + 'static,
-    K: OutputKind<S, O>,
+    O: IntoOutput<S>,
 {
     fn into_node(self) -> NodeSpec<S, C> {
-        NodeSpec::sync(K::shape(), None, move |s, _, _| K::convert(self(s)))
+        NodeSpec::sync(O::shape(), None, move |s, _, _| self(s).convert())
     }
 }
 
-impl<S, C, F, O, K> IntoNode<S, C, marker::SyncStateRt<K, O>> for F
+impl<S, C, F, O> IntoNode<S, C, marker::SyncStateRt<O>> for F
 where
     S: State,
     C: Send + Sync + 'static,
     F: Fn(&S, &Runtime<C>) -> O + Send + Sync + 'static,
-    K: OutputKind<S, O>,
+    O: IntoOutput<S>,
 {
     fn into_node(self) -> NodeSpec<S, C> {
-        NodeSpec::sync(K::shape(), None, move |s, rt, _| K::convert(self(s, rt)))
+        NodeSpec::sync(O::shape(), None, move |s, rt, _| self(s, rt).convert())
     }
 }
 
-impl<S, C, F, O, K> IntoNode<S, C, marker::AsyncState<K, O>> for F
+impl<S, C, F, O> IntoNode<S, C, marker::AsyncState<O>> for F
 where
     S: State,
     C: Send + Sync + 'static,
     F: for<'a> AsyncFn1<'a, S, Out = O> + Send + Sync + 'static,
-    K: OutputKind<S, O>,
+    O: IntoOutput<S>,
 {
     fn into_node(self) -> NodeSpec<S, C> {
-        NodeSpec::asynchronous(K::shape(), None, move |s, _, _| -> NodeFuture<'_, S> {
+        NodeSpec::asynchronous(O::shape(), None, move |s, _, _| -> NodeFuture<'_, S> {
             let fut = self(s);
-            Box::pin(async move { K::convert(fut.await) })
+            Box::pin(async move { fut.await.convert() })
         })
     }
 }
 
-impl<S, C, F, O, K> IntoNode<S, C, marker::AsyncStateRt<K, O>> for F
+impl<S, C, F, O> IntoNode<S, C, marker::AsyncStateRt<O>> for F
 where
     S: State,
     C: Send + Sync + 'static,
     F: for<'a> AsyncFn2<'a, S, Runtime<C>, Out = O> + Send + Sync + 'static,
-    K: OutputKind<S, O>,
+    O: IntoOutput<S>,
 {
     fn into_node(self) -> NodeSpec<S, C> {
-        NodeSpec::asynchronous(K::shape(), None, move |s, rt, _| -> NodeFuture<'_, S> {
+        NodeSpec::asynchronous(O::shape(), None, move |s, rt, _| -> NodeFuture<'_, S> {
             let fut = self(s, rt);
-            Box::pin(async move { K::convert(fut.await) })
+            Box::pin(async move { fut.await.convert() })
         })
     }
 }
 
-impl<S, C, P, F, O, K> IntoPayloadNode<S, C, P, marker::SyncState<K, O>> for F
+impl<S, C, P, F, O> IntoPayloadNode<S, C, P, marker::SyncState<O>> for F
 where
     S: State,
     C: Send + Sync + 'static,
     P: SendPayload,
     F: Fn(&P) -> O + Send + Sync + 'static,
-    K: OutputKind<S, O>,
+    O: IntoOutput<S>,
 {
     fn into_node(self) -> NodeSpec<S, C> {
-        NodeSpec::sync(K::shape(), Some(PayloadType::of::<P>()), move |_, rt, input| {
+        NodeSpec::sync(O::shape(), Some(PayloadType::of::<P>()), move |_, rt, input| {
             let payload = super::node_spec::take_payload::<P>(input, rt.node())?;
-            K::convert(self(payload))
+            self(payload).convert()
         })
     }
 }
 
-impl<S, C, P, F, O, K> IntoPayloadNode<S, C, P, marker::SyncStateRt<K, O>> for F
+impl<S, C, P, F, O> IntoPayloadNode<S, C, P, marker::SyncStateRt<O>> for F
 where
     S: State,
     C: Send + Sync + 'static,
     P: SendPayload,
     F: Fn(&P, &Runtime<C>) -> O + Send + Sync + 'static,
-    K: OutputKind<S, O>,
+    O: IntoOutput<S>,
 {
     fn into_node(self) -> NodeSpec<S, C> {
-        NodeSpec::sync(K::shape(), Some(PayloadType::of::<P>()), move |_, rt, input| {
+        NodeSpec::sync(O::shape(), Some(PayloadType::of::<P>()), move |_, rt, input| {
             let payload = super::node_spec::take_payload::<P>(input, rt.node())?;
-            K::convert(self(payload, rt))
+            self(payload, rt).convert()
         })
     }
 }
 
-impl<S, C, P, F, O, K> IntoPayloadNode<S, C, P, marker::AsyncState<K, O>> for F
+impl<S, C, P, F, O> IntoPayloadNode<S, C, P, marker::AsyncState<O>> for F
 where
     S: State,
     C: Send + Sync + 'static,
     P: SendPayload,
     F: for<'a> AsyncFn1<'a, P, Out = O> + Send + Sync + 'static,
-    K: OutputKind<S, O>,
+    O: IntoOutput<S>,
 {
     fn into_node(self) -> NodeSpec<S, C> {
         let f = std::sync::Arc::new(self);
-        NodeSpec::asynchronous(K::shape(), Some(PayloadType::of::<P>()), move |_, rt, input| -> NodeFuture<'_, S> {
+        NodeSpec::asynchronous(O::shape(), Some(PayloadType::of::<P>()), move |_, rt, input| -> NodeFuture<'_, S> {
             let f = std::sync::Arc::clone(&f);
             Box::pin(async move {
                 let payload = super::node_spec::take_payload::<P>(input, rt.node())?;
-                K::convert(f(payload).await)
+                f(payload).await.convert()
             })
         })
     }
 }
 
-impl<S, C, P, F, O, K> IntoPayloadNode<S, C, P, marker::AsyncStateRt<K, O>> for F
+impl<S, C, P, F, O> IntoPayloadNode<S, C, P, marker::AsyncStateRt<O>> for F
 where
     S: State,
     C: Send + Sync + 'static,
     P: SendPayload,
     F: for<'a> AsyncFn2<'a, P, Runtime<C>, Out = O> + Send + Sync + 'static,
-    K: OutputKind<S, O>,
+    O: IntoOutput<S>,
 {
     fn into_node(self) -> NodeSpec<S, C> {
         let f = std::sync::Arc::new(self);
-        NodeSpec::asynchronous(K::shape(), Some(PayloadType::of::<P>()), move |_, rt, input| -> NodeFuture<'_, S> {
+        NodeSpec::asynchronous(O::shape(), Some(PayloadType::of::<P>()), move |_, rt, input| -> NodeFuture<'_, S> {
             let f = std::sync::Arc::clone(&f);
             Box::pin(async move {
                 let payload = super::node_spec::take_payload::<P>(input, rt.node())?;
-                K::convert(f(payload, rt).await)
+                f(payload, rt).await.convert()
             })
         })
     }

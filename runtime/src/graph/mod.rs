@@ -7,7 +7,7 @@ mod node_spec;
 
 pub use builder::StateGraph;
 pub use compiled::{CompiledGraph, RunOutput};
-pub use into_node::{marker, AsyncFn1, AsyncFn2, BranchKind, IntoNode, IntoPayloadNode, OutputKind, SendKind, UpdateKind};
+pub use into_node::{marker, AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode};
 pub use node_spec::{take_payload, Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape};
 
 pub(crate) use compiled::{CompiledNode, Inner, Target};

@@ -1,0 +1,170 @@
+//! The compile-time checks of a `#[graph]` module. The wiring rules themselves live in
+//! `graphwright-wiring`, shared with the runtime builder; this module maps each problem to
+//! the token the user wrote, and adds the rules only the macro can see (parameters, options).
+
+use super::parse::{GraphDef, NodeDef, Param, Targets};
+use crate::ctxt::Ctxt;
+use graphwright_wiring::{EdgeKind, NodeDecl, Problem, Topology};
+use proc_macro2::Span;
+
+/// Runs every check, recording errors in `cx`.
+pub(crate) fn check(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
+    check_has_state(cx, def, has_state);
+    for node in &def.nodes {
+        check_route_option(cx, node);
+        check_send_and_branch(cx, node);
+        check_timeout_needs_async(cx, node);
+        check_params(cx, node);
+    }
+    check_payload_targets(cx, def);
+    if !cx.has_errors() {
+        check_wiring(cx, def);
+    }
+}
+
+/// Rule: a graph has a state, declared in the module or named with `state = Path`.
+fn check_has_state(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
+    if !has_state {
+        let name = &def.module.ident;
+        cx.error_spanned_by(
+            name,
+            format!("graph `{name}` has no state: add a `#[state]` struct or `#[graph(state = Path)]`"),
+        );
+    }
+}
+
+/// Rule: `route = f` belongs on a node with alternatives (`next = a | b`).
+fn check_route_option(cx: &mut Ctxt, node: &NodeDef) {
+    if let Some(route) = &node.route {
+        if !node.branches() {
+            cx.error_spanned_by(
+                route,
+                format!(
+                    "node `{}` has no alternatives for `route` to choose from: write `next = a | b` with it",
+                    node.name()
+                ),
+            );
+        }
+    }
+}
+
+/// Rule: a node either branches (`next = a | b`) or sends (`send = ..`), not both.
+fn check_send_and_branch(cx: &mut Ctxt, node: &NodeDef) {
+    if let (Some(send), true) = (&node.send, node.branches()) {
+        cx.error_spanned_by(
+            &send.names[0],
+            format!("node `{}` both branches and sends: split it, or send from a node with static edges", node.name()),
+        );
+    }
+}
+
+/// Rule: only an async node can be stopped by a timeout.
+fn check_timeout_needs_async(cx: &mut Ctxt, node: &NodeDef) {
+    if let (Some(timeout), false) = (&node.timeout, node.is_async()) {
+        cx.error_spanned_by(
+            timeout,
+            format!("node `{}` is sync, so a timeout could not stop it: make it `async fn` or drop `timeout`", node.name()),
+        );
+    }
+}
+
+/// Rule: each of `&State` and `&Runtime<..>` is taken at most once.
+fn check_params(cx: &mut Ctxt, node: &NodeDef) {
+    let count = |want: fn(&Param) -> bool| node.params.iter().filter(|p| want(p)).count();
+    if count(|p| matches!(p, Param::State)) > 1 || count(|p| matches!(p, Param::Runtime)) > 1 {
+        cx.error_spanned_by(&node.item.sig.inputs, "a node takes each of `&State` and `&Runtime<..>` at most once");
+    }
+}
+
+/// Rules: a Send target takes its payload as `&P`; a node that takes a payload is reached only
+/// by Sends (a static edge or a branch would start it without one).
+fn check_payload_targets(cx: &mut Ctxt, def: &GraphDef) {
+    let sent_to: Vec<String> = def
+        .nodes
+        .iter()
+        .filter_map(|n| n.send.as_ref())
+        .flat_map(|t| t.names.iter().map(ToString::to_string))
+        .collect();
+    for node in &def.nodes {
+        let name = node.name();
+        let payload_param = node.item.sig.inputs.first();
+        match (node.payload(), sent_to.contains(&name)) {
+            (Some(_), false) => cx.error_spanned_by(
+                payload_param,
+                "this parameter can't be injected; expected `&State` or `&Runtime<..>` \
+                 (only a node that another node sends to takes a payload `&P`)",
+            ),
+            (None, true) => cx.error_spanned_by(
+                node.ident(),
+                format!("node `{name}` is a `send` target, so its first parameter must be its payload `&P`"),
+            ),
+            _ => {}
+        }
+        if node.payload().is_some() {
+            let pulled = def.nodes.iter().filter_map(|n| n.next.as_ref()).flat_map(|t| &t.names).find(|t| **t == name);
+            if let Some(edge) = pulled {
+                cx.error_spanned_by(
+                    edge,
+                    format!("node `{name}` takes a Send payload, so only `send = {name}` may lead to it"),
+                );
+            }
+        }
+    }
+}
+
+/// The graph as the shared wiring rules see it, with every name as written.
+pub(crate) fn topology<'a>(def: &'a GraphDef, names: &'a [String], targets: &'a [(Vec<String>, Vec<String>)]) -> Topology<'a> {
+    let nodes = def
+        .nodes
+        .iter()
+        .zip(names)
+        .zip(targets)
+        .map(|((node, name), (next, send))| NodeDecl {
+            name,
+            entry: node.entry,
+            next: next.iter().map(String::as_str).collect(),
+            send: send.iter().map(String::as_str).collect(),
+            conditional: node.branches(),
+        })
+        .collect();
+    Topology { graph: "", nodes }
+}
+
+/// The names each node's `next` and `send` lists hold, as strings.
+pub(crate) fn target_names(def: &GraphDef) -> (Vec<String>, Vec<(Vec<String>, Vec<String>)>) {
+    let list = |t: &Option<Targets>| t.as_ref().map(|t| t.names.iter().map(ToString::to_string).collect()).unwrap_or_default();
+    let names = def.nodes.iter().map(NodeDef::name).collect();
+    let targets = def.nodes.iter().map(|n| (list(&n.next), list(&n.send))).collect();
+    (names, targets)
+}
+
+/// The shared wiring rules, each problem reported under the token it is about.
+fn check_wiring(cx: &mut Ctxt, def: &GraphDef) {
+    let (names, targets) = target_names(def);
+    let graph = def.module.ident.to_string();
+    let mut topology = topology(def, &names, &targets);
+    topology.graph = &graph;
+    for problem in graphwright_wiring::check(&topology) {
+        let span = problem_span(def, &problem);
+        cx.error_at(span, &problem);
+    }
+}
+
+fn problem_span(def: &GraphDef, problem: &Problem) -> Span {
+    let node = |i: usize| &def.nodes[i];
+    match problem {
+        Problem::NoEntry { .. } => def.module.ident.span(),
+        Problem::UnknownTarget { node: i, target, kind, .. } => {
+            let list = match kind {
+                EdgeKind::Next => &node(*i).next,
+                EdgeKind::Send => &node(*i).send,
+            };
+            list.as_ref().map_or(node(*i).attr_span, |t| t.names[*target].span())
+        }
+        Problem::SendToEnd { node: i, target } => {
+            node(*i).send.as_ref().map_or(node(*i).attr_span, |t| t.names[*target].span())
+        }
+        Problem::NoOutgoingEdge { node: i, .. } => node(*i).attr_span,
+        other => other.node().map_or(def.module.ident.span(), |i| node(i).ident().span()),
+    }
+}

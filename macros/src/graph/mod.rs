@@ -1,0 +1,28 @@
+//! `#[graph]`: parse → check → codegen over one inline module.
+
+mod check;
+mod codegen;
+mod parse;
+
+use crate::ctxt::Ctxt;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// Expands `#[graph(args)] mod name { .. }`.
+pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
+    let mut cx = Ctxt::default();
+    let module = match syn::parse2::<syn::ItemMod>(input.clone()) {
+        Ok(module) => module,
+        Err(_) => {
+            let error = syn::Error::new_spanned(&input, "`#[graph]` goes on an inline module: `#[graph] mod name { .. }`");
+            let error = error.to_compile_error();
+            return quote!(#error #input);
+        }
+    };
+    let args = parse::parse_args(&mut cx, args);
+    let def = parse::parse_module(&mut cx, module);
+    let names = codegen::Names::new(&args, &def);
+    check::check(&mut cx, &def, names.is_some());
+    let wired = !cx.has_errors();
+    codegen::expand(def, names.as_ref(), wired, cx.into_compile_errors())
+}

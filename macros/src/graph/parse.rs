@@ -1,0 +1,321 @@
+//! Parsing a `#[graph]` module: its arguments, its `#[state]` struct and its `#[node]` fns.
+
+use crate::ctxt::Ctxt;
+use crate::state::{self, StateDef};
+use proc_macro2::{Span, TokenStream};
+use syn::parse::{Parse, ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::{bracketed, Expr, FnArg, Ident, Item, ItemFn, ItemMod, Pat, Path, ReturnType, Token, Type};
+
+/// The options a `#[node(..)]` attribute accepts, for suggestions.
+const NODE_OPTIONS: &[&str] = &["entry", "next", "send", "route", "join", "defer", "retry", "timeout"];
+
+/// `#[graph(context = Ctx, state = Path)]`.
+#[derive(Default)]
+pub(crate) struct GraphArgs {
+    pub(crate) context: Option<Type>,
+    pub(crate) state: Option<Path>,
+}
+
+/// Parses the arguments of `#[graph(..)]`.
+pub(crate) fn parse_args(cx: &mut Ctxt, args: TokenStream) -> GraphArgs {
+    let mut out = GraphArgs::default();
+    let parser = Punctuated::<syn::MetaNameValue, Token![,]>::parse_terminated;
+    match parser.parse2(args) {
+        Ok(pairs) => {
+            for pair in pairs {
+                if pair.path.is_ident("context") {
+                    match syn::parse2::<Type>(quote::ToTokens::to_token_stream(&pair.value)) {
+                        Ok(ty) => out.context = Some(ty),
+                        Err(e) => cx.push(e),
+                    }
+                } else if pair.path.is_ident("state") {
+                    match &pair.value {
+                        Expr::Path(p) => out.state = Some(p.path.clone()),
+                        other => cx.error_spanned_by(other, "`state = ..` takes the path of a `#[state]` struct"),
+                    }
+                } else {
+                    cx.error_spanned_by(&pair.path, "unknown graph option: expected `context = Type` or `state = Path`");
+                }
+            }
+        }
+        Err(e) => cx.push(e),
+    }
+    out
+}
+
+/// Where an edge list was written, and its targets as written.
+pub(crate) struct Targets {
+    pub(crate) names: Vec<Ident>,
+    /// `a | b`: alternatives (a branch), rather than `a` or `[a, b]` (static edges).
+    pub(crate) alternatives: bool,
+}
+
+/// A parsed `#[node(..)]` fn.
+pub(crate) struct NodeDef {
+    pub(crate) item: ItemFn,
+    pub(crate) entry: bool,
+    pub(crate) next: Option<Targets>,
+    pub(crate) send: Option<Targets>,
+    pub(crate) route: Option<Path>,
+    pub(crate) join: bool,
+    pub(crate) defer: bool,
+    pub(crate) retry: Option<Expr>,
+    pub(crate) timeout: Option<Expr>,
+    pub(crate) params: Vec<Param>,
+    /// The span of the `#[node]` attribute, for errors about the node as a whole.
+    pub(crate) attr_span: Span,
+}
+
+impl NodeDef {
+    pub(crate) fn name(&self) -> String {
+        self.item.sig.ident.to_string()
+    }
+
+    pub(crate) fn ident(&self) -> &Ident {
+        &self.item.sig.ident
+    }
+
+    pub(crate) fn is_async(&self) -> bool {
+        self.item.sig.asyncness.is_some()
+    }
+
+    /// `next = a | b` without a router: the node returns the route.
+    pub(crate) fn returns_route(&self) -> bool {
+        self.branches() && self.route.is_none()
+    }
+
+    pub(crate) fn branches(&self) -> bool {
+        self.next.as_ref().is_some_and(|t| t.alternatives)
+    }
+
+    /// The payload type, if the node takes a Send payload.
+    pub(crate) fn payload(&self) -> Option<&Type> {
+        self.params.iter().find_map(|p| match p {
+            Param::Payload(ty) => Some(ty),
+            _ => None,
+        })
+    }
+
+    pub(crate) fn return_span(&self) -> Span {
+        match &self.item.sig.output {
+            ReturnType::Type(_, ty) => syn::spanned::Spanned::span(&**ty),
+            ReturnType::Default => self.item.sig.ident.span(),
+        }
+    }
+}
+
+/// A node parameter, by what the runtime injects into it.
+pub(crate) enum Param {
+    State,
+    Runtime,
+    /// `&P`: the Send payload.
+    Payload(Type),
+}
+
+/// The module's pieces.
+pub(crate) struct GraphDef {
+    pub(crate) module: ItemMod,
+    pub(crate) state: Option<StateDef>,
+    pub(crate) nodes: Vec<NodeDef>,
+}
+
+/// Reads the module, stripping `#[state]` and `#[node]` markers from its items. The state
+/// struct is taken out of the module (codegen puts its expansion back); node fns stay.
+pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod) -> GraphDef {
+    let mut state = None;
+    let mut nodes = Vec::new();
+    let Some((_, items)) = &mut module.content else {
+        cx.error_spanned_by(
+            &module,
+            "`#[graph]` needs the module's items inline: write `mod name { .. }`, not `mod name;`",
+        );
+        return GraphDef { module, state, nodes };
+    };
+    let mut kept = Vec::with_capacity(items.len());
+    for item in std::mem::take(items) {
+        match item {
+            Item::Struct(mut s) if has_marker(&s.attrs, "state") => {
+                take_marker(&mut s.attrs, "state");
+                if state.is_some() {
+                    cx.error_spanned_by(&s.ident, "a graph has one `#[state]` struct");
+                    kept.push(Item::Struct(s));
+                } else {
+                    state = Some(state::parse(cx, s));
+                }
+            }
+            Item::Fn(mut f) => match take_marker(&mut f.attrs, "node") {
+                Some(attr) => {
+                    let node = parse_node(cx, &attr, f.clone());
+                    nodes.push(node);
+                    kept.push(Item::Fn(f));
+                }
+                None => kept.push(Item::Fn(f)),
+            },
+            other => kept.push(other),
+        }
+    }
+    *items = kept;
+    let state_name = state.as_ref().map(|s| s.item.ident.to_string());
+    for node in &mut nodes {
+        node.params = parse_params(cx, &node.item, state_name.as_deref());
+    }
+    GraphDef { module, state, nodes }
+}
+
+fn has_marker(attrs: &[syn::Attribute], name: &str) -> bool {
+    attrs.iter().any(|a| a.path().segments.last().is_some_and(|s| s.ident == name))
+}
+
+/// Removes the attribute `#[name]` or `#[name(..)]` (also written `#[graphwright::name]`).
+fn take_marker(attrs: &mut Vec<syn::Attribute>, name: &str) -> Option<syn::Attribute> {
+    let position = attrs.iter().position(|a| a.path().segments.last().is_some_and(|s| s.ident == name))?;
+    Some(attrs.remove(position))
+}
+
+/// One `key` or `key = value` inside `#[node(..)]`.
+enum NodeArg {
+    Flag(Ident),
+    Targets(Ident, Targets),
+    Path(Ident, Path),
+    Expr(Ident, Expr),
+}
+
+impl Parse for NodeArg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let key: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+        if !input.peek(Token![=]) {
+            return Ok(Self::Flag(key));
+        }
+        input.parse::<Token![=]>()?;
+        match key.to_string().as_str() {
+            "next" | "send" => Ok(Self::Targets(key, parse_targets(input)?)),
+            "route" => Ok(Self::Path(key, input.parse()?)),
+            _ => Ok(Self::Expr(key, input.parse()?)),
+        }
+    }
+}
+
+/// `a`, `a | b | END`, or `[a, b]`.
+fn parse_targets(input: ParseStream<'_>) -> syn::Result<Targets> {
+    if input.peek(syn::token::Bracket) {
+        let content;
+        bracketed!(content in input);
+        let names = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
+        if names.is_empty() {
+            return Err(content.error("list at least one target inside `[..]`"));
+        }
+        return Ok(Targets { names: names.into_iter().collect(), alternatives: false });
+    }
+    let names = Punctuated::<Ident, Token![|]>::parse_separated_nonempty(input)?;
+    let alternatives = names.len() > 1;
+    Ok(Targets { names: names.into_iter().collect(), alternatives })
+}
+
+fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {
+    let mut node = NodeDef {
+        item,
+        entry: false,
+        next: None,
+        send: None,
+        route: None,
+        join: false,
+        defer: false,
+        retry: None,
+        timeout: None,
+        params: Vec::new(),
+        attr_span: syn::spanned::Spanned::span(attr),
+    };
+    let args = match &attr.meta {
+        syn::Meta::Path(_) => Punctuated::new(),
+        syn::Meta::List(list) => match list.parse_args_with(Punctuated::<NodeArg, Token![,]>::parse_terminated) {
+            Ok(args) => args,
+            Err(e) => {
+                cx.push(e);
+                return node;
+            }
+        },
+        syn::Meta::NameValue(nv) => {
+            cx.error_spanned_by(nv, "write node options in parentheses: `#[node(next = ..)]`");
+            return node;
+        }
+    };
+    for arg in args {
+        match arg {
+            NodeArg::Flag(key) if key == "entry" => node.entry = true,
+            NodeArg::Flag(key) if key == "join" => node.join = true,
+            NodeArg::Flag(key) if key == "defer" => node.defer = true,
+            NodeArg::Targets(key, targets) if key == "next" => set_once(cx, &key, &mut node.next, targets),
+            NodeArg::Targets(key, targets) => set_once(cx, &key, &mut node.send, targets),
+            NodeArg::Path(key, path) => set_once(cx, &key, &mut node.route, path),
+            NodeArg::Expr(key, expr) if key == "retry" => set_once(cx, &key, &mut node.retry, expr),
+            NodeArg::Expr(key, expr) if key == "timeout" => set_once(cx, &key, &mut node.timeout, expr),
+            NodeArg::Flag(key) | NodeArg::Expr(key, _) => unknown_option(cx, &key),
+        }
+    }
+    node
+}
+
+fn set_once<T>(cx: &mut Ctxt, key: &Ident, slot: &mut Option<T>, value: T) {
+    if slot.is_some() {
+        cx.error_spanned_by(key, format!("`{key}` is given twice"));
+    }
+    *slot = Some(value);
+}
+
+fn unknown_option(cx: &mut Ctxt, key: &Ident) {
+    let name = key.to_string();
+    let hint = match graphwright_wiring::closest(&name, NODE_OPTIONS.iter().copied()) {
+        Some(near) => format!("; did you mean `{near}`?"),
+        None => String::new(),
+    };
+    let takes = if matches!(name.as_str(), "next" | "send" | "route" | "retry" | "timeout") {
+        format!("`{name}` takes a value: `{name} = ..`")
+    } else {
+        format!("unknown node option `{name}`{hint}")
+    };
+    cx.error_spanned_by(
+        key,
+        format!("{takes} (options: `entry`, `next = ..`, `send = ..`, `route = fn`, `join`, `defer`, `retry = ..`, `timeout = ..`)"),
+    );
+}
+
+/// Classifies each parameter: `&State`, `&Runtime<..>`, or (first, for a Send target) `&P`.
+fn parse_params(cx: &mut Ctxt, item: &ItemFn, state: Option<&str>) -> Vec<Param> {
+    let mut params = Vec::new();
+    for (i, input) in item.sig.inputs.iter().enumerate() {
+        let FnArg::Typed(typed) = input else {
+            cx.error_spanned_by(input, "a node is a free fn: it cannot take `self`");
+            continue;
+        };
+        if !matches!(*typed.pat, Pat::Ident(_) | Pat::Wild(_)) {
+            cx.error_spanned_by(&typed.pat, "name this parameter (patterns are not supported here)");
+        }
+        let Type::Reference(reference) = &*typed.ty else {
+            cx.error_spanned_by(&typed.ty, injectable_message());
+            continue;
+        };
+        if reference.mutability.is_some() {
+            cx.error_spanned_by(&typed.ty, "nodes read the state, they do not change it: take `&State` and return an update");
+            continue;
+        }
+        match last_ident(&reference.elem) {
+            Some(name) if Some(name.as_str()) == state || name == "Self" => params.push(Param::State),
+            Some(name) if name == "Runtime" => params.push(Param::Runtime),
+            _ if i == 0 => params.push(Param::Payload((*reference.elem).clone())),
+            _ => cx.error_spanned_by(&typed.ty, injectable_message()),
+        }
+    }
+    params
+}
+
+fn injectable_message() -> String {
+    "this parameter can't be injected; expected `&State` or `&Runtime<..>` (a Send target may take its payload `&P` first)".to_owned()
+}
+
+fn last_ident(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}

@@ -1,0 +1,304 @@
+//! `#[state]`: the state struct, its update type, and the reducer wiring.
+
+use crate::ctxt::Ctxt;
+use crate::paths::private;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Attribute, Fields, Ident, ItemStruct, Meta, Path, Type};
+
+/// The reducers `#[reducer(..)]` accepts, for suggestions and the error listing them.
+const REDUCERS: &[&str] = &["add", "append", "messages", "merge", "union", "max", "min", "with"];
+
+/// How one field folds its writes.
+pub(crate) enum Reducer {
+    LastValue,
+    /// One of the named reducers; the span is the user's word, for errors.
+    Named(&'static str),
+    With(Path),
+}
+
+/// One field of a state struct.
+pub(crate) struct Field {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+    pub(crate) reducer: Reducer,
+}
+
+/// A parsed `#[state]` struct: its name and fields, with `#[reducer]` attributes stripped.
+pub(crate) struct StateDef {
+    pub(crate) item: ItemStruct,
+    pub(crate) fields: Vec<Field>,
+}
+
+impl StateDef {
+    /// The update type's name: `{State}Update`.
+    pub(crate) fn update_ident(&self) -> Ident {
+        format_ident!("{}Update", self.item.ident)
+    }
+}
+
+/// Parses a `#[state]` struct, recording problems in `cx`.
+pub(crate) fn parse(cx: &mut Ctxt, mut item: ItemStruct) -> StateDef {
+    if !item.generics.params.is_empty() {
+        cx.error_spanned_by(&item.generics, "a `#[state]` struct cannot be generic: name concrete field types");
+    }
+    let mut fields = Vec::new();
+    match &mut item.fields {
+        Fields::Named(named) => {
+            for field in &mut named.named {
+                let reducer = take_reducer(cx, &mut field.attrs);
+                if let Some(ident) = &field.ident {
+                    fields.push(Field { ident: ident.clone(), ty: field.ty.clone(), reducer });
+                }
+            }
+        }
+        other => cx.error_spanned_by(
+            &*other,
+            "a `#[state]` struct needs named fields: each field is a channel with its own reducer",
+        ),
+    }
+    StateDef { item, fields }
+}
+
+/// Removes the field's `#[reducer(..)]` attribute and reads it.
+fn take_reducer(cx: &mut Ctxt, attrs: &mut Vec<Attribute>) -> Reducer {
+    let mut reducer = Reducer::LastValue;
+    let mut seen = false;
+    attrs.retain(|attr| {
+        if !attr.path().is_ident("reducer") {
+            return true;
+        }
+        if seen {
+            cx.error_spanned_by(attr, "a field takes one `#[reducer(..)]`");
+        }
+        seen = true;
+        reducer = parse_reducer(cx, attr);
+        false
+    });
+    reducer
+}
+
+fn parse_reducer(cx: &mut Ctxt, attr: &Attribute) -> Reducer {
+    let Meta::List(list) = &attr.meta else {
+        cx.error_spanned_by(attr, format!("write the reducer in parentheses, e.g. `#[reducer(append)]`; {}", known()));
+        return Reducer::LastValue;
+    };
+    if let Ok(syn::MetaNameValue { path, value, .. }) = list.parse_args::<syn::MetaNameValue>() {
+        if path.is_ident("with") {
+            if let syn::Expr::Path(f) = value {
+                return Reducer::With(f.path);
+            }
+            cx.error_spanned_by(value, "`with = ..` takes the path of a `fn(&mut T, T)`");
+            return Reducer::LastValue;
+        }
+    }
+    match list.parse_args::<Ident>() {
+        Ok(word) => {
+            let name = word.to_string();
+            match REDUCERS.iter().find(|r| **r == name && **r != "with") {
+                Some(known) => Reducer::Named(known),
+                None => {
+                    let hint = graphwright_wiring::closest(&name, REDUCERS.iter().copied())
+                        .map(|near| format!("; did you mean `{near}`?"))
+                        .unwrap_or_default();
+                    cx.error_spanned_by(&word, format!("unknown reducer `{name}`{hint} {}", known()));
+                    Reducer::LastValue
+                }
+            }
+        }
+        Err(_) => {
+            cx.error_spanned_by(&list.tokens, format!("expected one reducer name; {}", known()));
+            Reducer::LastValue
+        }
+    }
+}
+
+fn known() -> String {
+    "(known reducers: `add`, `append`, `messages`, `merge`, `union`, `max`, `min`, `with = path::to::fn`)".to_owned()
+}
+
+/// Emits the state struct with its derives, the update type, and the trait impls.
+pub(crate) fn expand(def: &StateDef) -> TokenStream {
+    let p = private();
+    let item = with_derives(&def.item);
+    let vis = &def.item.vis;
+    let name = &def.item.ident;
+    let update = def.update_ident();
+    let idents: Vec<&Ident> = def.fields.iter().map(|f| &f.ident).collect();
+    let types: Vec<&Type> = def.fields.iter().map(|f| &f.ty).collect();
+    let names: Vec<String> = idents.iter().map(|i| unraw(i)).collect();
+    let setter_docs = def.fields.iter().map(|f| {
+        let how = match &f.reducer {
+            Reducer::LastValue => "replaces the value; one write per step".to_owned(),
+            Reducer::Named(r) => format!("folded with the `{r}` reducer"),
+            Reducer::With(path) => format!("folded with `{}`", quote!(#path).to_string().replace(' ', "")),
+        };
+        format!("Writes `{}` ({how}). Wrap the value in `Overwrite(..)` to replace it outright.", unraw(&f.ident))
+    });
+    let folds = def.fields.iter().map(fold);
+    let last_value = def.fields.iter().map(|f| matches!(f.reducer, Reducer::LastValue));
+    let update_doc = format!(
+        "A partial update of [`{name}`]: each field the node writes, folded in with that field's reducer."
+    );
+    quote! {
+        #item
+
+        #[doc = #update_doc]
+        #[derive(::core::clone::Clone, ::core::fmt::Debug, ::core::default::Default,
+                 #p::serde::Serialize, #p::serde::Deserialize)]
+        #[serde(crate = "::graphwright::__private::serde", default)]
+        #vis struct #update {
+            #(
+                #[serde(skip_serializing_if = "::core::option::Option::is_none")]
+                #vis #idents: #p::Option<#p::Write<#types>>,
+            )*
+        }
+
+        impl #update {
+            /// An update that writes nothing.
+            #[must_use]
+            #vis fn new() -> Self {
+                <Self as ::core::default::Default>::default()
+            }
+            #(
+                #[doc = #setter_docs]
+                #[must_use]
+                #vis fn #idents(mut self, value: impl ::core::convert::Into<#p::Write<#types>>) -> Self {
+                    self.#idents = #p::Option::Some(::core::convert::Into::into(value));
+                    self
+                }
+            )*
+        }
+
+        #[automatically_derived]
+        impl ::core::convert::From<#name> for #update {
+            fn from(state: #name) -> Self {
+                Self { #( #idents: #p::Option::Some(#p::Write::Reduce(state.#idents)), )* }
+            }
+        }
+
+        #[automatically_derived]
+        impl #p::State for #name {
+            type Update = #update;
+            const FIELDS: &'static [&'static str] = &[#(#names),*];
+
+            fn apply(&mut self, update: #update) {
+                #(#folds)*
+            }
+
+            fn conflict(updates: &[#update]) -> #p::Option<#p::Conflict> {
+                #(
+                    if let #p::Option::Some(conflict) = #p::conflict(
+                        #names,
+                        #last_value,
+                        updates.iter().map(|u| u.#idents.as_ref().map(#p::Write::is_overwrite)),
+                    ) {
+                        return #p::Option::Some(conflict);
+                    }
+                )*
+                #p::Option::None
+            }
+        }
+
+        #[automatically_derived]
+        impl #p::Update for #update {
+            type State = #name;
+
+            fn is_empty(&self) -> bool {
+                true #( && self.#idents.is_none() )*
+            }
+        }
+    }
+}
+
+/// Folds one field's write: expands to
+/// `if let Some(w) = update.f { match w { Reduce(v) => <reducer>, Overwrite(v) => self.f = v } }`.
+/// The reducer call carries the field type's span, so a reducer that cannot fold the type is
+/// reported under the type the user wrote.
+fn fold(field: &Field) -> TokenStream {
+    let p = private();
+    let f = &field.ident;
+    let ty = &field.ty;
+    let span = ty.span();
+    let reduce = match &field.reducer {
+        Reducer::LastValue => quote!(self.#f = value),
+        Reducer::Named(name) => {
+            let (tr, method) = match *name {
+                "add" => (quote!(AddReducer), quote!(reduce)),
+                "append" => (quote!(AppendReducer), quote!(reduce)),
+                "messages" => (quote!(MessagesReducer), quote!(reduce)),
+                "merge" => (quote!(MergeReducer), quote!(reduce)),
+                "union" => (quote!(UnionReducer), quote!(reduce)),
+                "max" => (quote!(OrdReducer), quote!(max)),
+                _ => (quote!(OrdReducer), quote!(min)),
+            };
+            quote_spanned!(span=> <#ty as #p::#tr>::#method(&mut self.#f, value))
+        }
+        Reducer::With(path) => quote_spanned!(path.span()=> #path(&mut self.#f, value)),
+    };
+    quote! {
+        if let #p::Option::Some(write) = update.#f {
+            match write {
+                #p::Write::Reduce(value) => { #reduce; }
+                #p::Write::Overwrite(value) => self.#f = value,
+            }
+        }
+    }
+}
+
+/// The struct with `Clone, Debug, Default, Serialize, Deserialize` derived, skipping any the
+/// user already derives, and `#[serde(default)]` so older checkpoints without a new field load.
+/// The attributes go after the user's, so a `#[serde]` helper never precedes its derive.
+fn with_derives(item: &ItemStruct) -> TokenStream {
+    let p = private();
+    let present: Vec<String> = item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .flat_map(|a| {
+            a.parse_args_with(syn::punctuated::Punctuated::<Path, syn::Token![,]>::parse_terminated)
+                .map(|paths| paths.into_iter().filter_map(|p| p.segments.last().map(|s| s.ident.to_string())).collect())
+                .unwrap_or_else(|_| Vec::new())
+        })
+        .collect();
+    let wanted = [
+        ("Clone", quote!(::core::clone::Clone)),
+        ("Debug", quote!(::core::fmt::Debug)),
+        ("Default", quote!(::core::default::Default)),
+        ("Serialize", quote!(#p::serde::Serialize)),
+        ("Deserialize", quote!(#p::serde::Deserialize)),
+    ];
+    let derives: Vec<&TokenStream> =
+        wanted.iter().filter(|(n, _)| !present.iter().any(|p| p == n)).map(|(_, path)| path).collect();
+    let mut item = item.clone();
+    if !derives.is_empty() {
+        item.attrs.push(syn::parse_quote!(#[derive(#(#derives),*)]));
+    }
+    item.attrs.push(syn::parse_quote!(#[serde(crate = "::graphwright::__private::serde", default)]));
+    quote!(#item)
+}
+
+fn unraw(ident: &Ident) -> String {
+    ident.to_string().trim_start_matches("r#").to_owned()
+}
+
+/// `#[state]` used on its own, outside a `#[graph]` module.
+pub(crate) fn expand_attribute(args: TokenStream, input: TokenStream) -> TokenStream {
+    let mut cx = Ctxt::default();
+    if !args.is_empty() {
+        cx.error_spanned_by(&args, "`#[state]` takes no arguments; put reducers on fields with `#[reducer(..)]`");
+    }
+    let item = match syn::parse2::<ItemStruct>(input.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            let error = syn::Error::new_spanned(&input, "`#[state]` goes on a struct with named fields");
+            let error = error.to_compile_error();
+            return quote!(#error #input);
+        }
+    };
+    let def = parse(&mut cx, item);
+    let expanded = expand(&def);
+    let errors = cx.into_compile_errors();
+    quote!(#expanded #errors)
+}
