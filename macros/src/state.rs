@@ -136,6 +136,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         };
         format!("Writes `{}` ({how}). Wrap the value in `Overwrite(..)` to replace it outright.", unraw(&f.ident))
     });
+    let field_docs = names.iter().map(|n| format!("The write of `{n}`, if this update writes it."));
     let folds = def.fields.iter().map(fold);
     let last_value = def.fields.iter().map(|f| matches!(f.reducer, Reducer::LastValue));
     let update_doc = format!(
@@ -150,6 +151,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         #[serde(crate = "::graphwright::__private::serde", default)]
         #vis struct #update {
             #(
+                #[doc = #field_docs]
                 #[serde(skip_serializing_if = "::core::option::Option::is_none")]
                 #vis #idents: #p::Option<#p::Write<#types>>,
             )*

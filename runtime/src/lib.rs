@@ -79,7 +79,12 @@ pub mod state;
 pub use config::RunConfig;
 pub use error::{BuildError, GraphError, NodeError, TimeoutError};
 pub use graph::{CompiledGraph, NodeSpec, RunOutput, StateGraph, DEFAULT_RECURSION_LIMIT};
-pub use graphwright_macros::{graph, node, state};
+#[doc = include_str!("../docs/graph.md")]
+pub use graphwright_macros::graph;
+#[doc = include_str!("../docs/node.md")]
+pub use graphwright_macros::node;
+#[doc = include_str!("../docs/state.md")]
+pub use graphwright_macros::state;
 pub use message::{Message, Role};
 pub use node::{Command, Route, END, START};
 pub use policy::{NodePolicy, RetryPolicy};
