@@ -93,6 +93,8 @@ pub mod support {
     #[node(next = verifier)]
     async fn executor(state: &State, rt: &Runtime<Ctx>) -> StateUpdate {
         let query = state.plan.as_ref().map_or("", |p| p.query.as_str());
+        // A real lookup awaits a search service here.
+        tokio::task::yield_now().await;
         let results: Vec<String> = match state.lookup {
             Some(Lookup::Orders) => vec![format!("order 1042 for {} shipped on Monday", rt.context().user_id)],
             _ => ARTICLES

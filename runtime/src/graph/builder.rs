@@ -273,7 +273,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
 
     /// Builder-only rules that the macro leaves to rustc's type checks.
     fn check_shapes(&self, index: &HashMap<String, usize>, invalid: &mut Vec<String>) {
-        for (i, entry) in self.nodes.iter().enumerate() {
+        for entry in &self.nodes {
             let name = &entry.name;
             let statics = self.edges.iter().any(|(f, _)| f == &**name);
             let routed = self.routers.iter().any(|(f, _)| f == &**name);
@@ -325,7 +325,6 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                     ));
                 }
             }
-            let _ = i;
         }
     }
 
@@ -347,28 +346,34 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             e.dedup();
             e
         };
-        let mut routers: HashMap<String, Router<S>> = self.routers.into_iter().collect();
+        let mut router_by_node: HashMap<String, Router<S>> = self.routers.into_iter().collect();
+        let mut edges_by_node: HashMap<&str, Vec<Target>> = HashMap::new();
+        for (from, to) in &self.edges {
+            edges_by_node.entry(from.as_str()).or_default().push(target(to));
+        }
+        let mut sends_by_node: HashMap<&str, Vec<u32>> = HashMap::new();
+        for (from, to) in &self.sends {
+            sends_by_node.entry(from.as_str()).or_default().push(index[to.as_str()] as u32);
+        }
         let nodes: Vec<CompiledNode<S, C>> = self
             .nodes
             .into_iter()
             .enumerate()
             .map(|(i, entry)| {
                 let name = &*entry.name;
-                let edges = self.edges.iter().filter(|(f, _)| f == name).map(|(_, t)| target(t)).collect();
-                let router = routers.remove(name);
-                let routes = match (&entry.spec.shape, &router) {
+                let router = router_by_node.remove(name);
+                let route_targets = match (&entry.spec.shape, &router) {
                     (Shape::Branch { targets, .. }, _) => targets.iter().map(|t| target(t)).collect(),
                     (_, Some(r)) => r.targets.iter().map(|t| target(t)).collect(),
                     _ => Box::default(),
                 };
-                let sends = self.sends.iter().filter(|(f, _)| f == name).map(|(_, t)| index[t.as_str()] as u32).collect();
                 CompiledNode {
                     name: entry.name.clone(),
                     action: entry.spec.action,
-                    edges,
-                    routes,
+                    edges: edges_by_node.remove(name).unwrap_or_default().into(),
+                    routes: route_targets,
                     router: router.map(|r| r.pick),
-                    sends,
+                    sends: sends_by_node.remove(name).unwrap_or_default().into(),
                     joins: std::mem::take(&mut join_inputs[i]).into(),
                     policy: entry.policy,
                 }
