@@ -30,6 +30,8 @@ pub(crate) enum NodeErrorKind {
     Failed(BoxError),
     /// An attempt ran past the node's timeout.
     Timeout(Duration),
+    /// The node panicked; the message is the panic's payload when it was a string.
+    Panicked(String),
 }
 
 impl NodeError {
@@ -43,7 +45,7 @@ impl NodeError {
     pub fn source_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
         match &self.kind {
             NodeErrorKind::Failed(error) => Some(error.as_ref()),
-            NodeErrorKind::Timeout(_) => None,
+            NodeErrorKind::Timeout(_) | NodeErrorKind::Panicked(_) => None,
         }
     }
 
@@ -53,14 +55,30 @@ impl NodeError {
         matches!(self.kind, NodeErrorKind::Timeout(_))
     }
 
+    /// Whether the node panicked (the run turned the panic into this error).
+    #[must_use]
+    pub fn is_panic(&self) -> bool {
+        matches!(self.kind, NodeErrorKind::Panicked(_))
+    }
+
     pub(crate) fn timeout(limit: Duration) -> Self {
         Self { kind: NodeErrorKind::Timeout(limit) }
+    }
+
+    pub(crate) fn panicked(payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        Self { kind: NodeErrorKind::Panicked(message) }
     }
 
     pub(crate) fn into_box(self) -> BoxError {
         match self.kind {
             NodeErrorKind::Failed(error) => error,
             NodeErrorKind::Timeout(limit) => Box::new(TimeoutError(limit)),
+            NodeErrorKind::Panicked(message) => Box::new(PanicError(message)),
         }
     }
 }
@@ -79,6 +97,7 @@ impl fmt::Debug for NodeError {
         match &self.kind {
             NodeErrorKind::Failed(error) => fmt::Debug::fmt(error, f),
             NodeErrorKind::Timeout(limit) => write!(f, "Timeout({limit:?})"),
+            NodeErrorKind::Panicked(message) => write!(f, "Panicked({message:?})"),
         }
     }
 }
@@ -88,6 +107,7 @@ impl fmt::Display for NodeError {
         match &self.kind {
             NodeErrorKind::Failed(error) => fmt::Display::fmt(error, f),
             NodeErrorKind::Timeout(limit) => fmt::Display::fmt(&TimeoutError(*limit), f),
+            NodeErrorKind::Panicked(message) => write!(f, "the node panicked: {message}"),
         }
     }
 }
@@ -96,6 +116,11 @@ impl fmt::Display for NodeError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the node ran past its timeout of {0:?}")]
 pub struct TimeoutError(pub Duration);
+
+/// A node that panicked; the run caught the panic and failed the node with this error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the node panicked: {0}")]
+pub struct PanicError(pub String);
 
 /// A run that did not finish.
 #[derive(Debug, thiserror::Error)]

@@ -77,7 +77,7 @@ pub mod runtime;
 pub mod state;
 
 pub use config::RunConfig;
-pub use error::{BuildError, GraphError, NodeError, TimeoutError};
+pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
 pub use graph::{CompiledGraph, NodeSpec, RunOutput, StateGraph, DEFAULT_RECURSION_LIMIT};
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;

@@ -6,6 +6,8 @@ use crate::node::NodeOutput;
 use crate::runtime::{RunShared, Runtime, TaskInfo};
 use crate::state::State;
 use futures::stream::{FuturesUnordered, StreamExt};
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
 use std::any::Any;
 use std::sync::Arc;
 
@@ -91,6 +93,8 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
     }
 }
 
+/// One attempt. A panic inside the node becomes a [`NodeError`] instead of unwinding
+/// through the run, so a failing node never takes the caller (or a checkpointed thread) down.
 async fn attempt_once<S: State, C: Send + Sync + 'static>(
     node: &CompiledNode<S, C>,
     state: &S,
@@ -99,12 +103,18 @@ async fn attempt_once<S: State, C: Send + Sync + 'static>(
 ) -> NodeResult<S> {
     let input = task.payload.as_deref();
     match &node.action {
-        Action::Sync(f) => f(state, rt, input),
-        Action::Async(f) => match node.policy.timeout {
-            None => f(state, rt, input).await,
-            Some(limit) => tokio::time::timeout(limit, f(state, rt, input))
-                .await
-                .unwrap_or_else(|_| Err(NodeError::timeout(limit))),
-        },
+        Action::Sync(f) => std::panic::catch_unwind(AssertUnwindSafe(|| f(state, rt, input)))
+            .unwrap_or_else(|payload| Err(NodeError::panicked(&*payload))),
+        Action::Async(f) => {
+            let attempt = AssertUnwindSafe(f(state, rt, input)).catch_unwind();
+            let outcome = match node.policy.timeout {
+                None => attempt.await,
+                Some(limit) => match tokio::time::timeout(limit, attempt).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => return Err(NodeError::timeout(limit)),
+                },
+            };
+            outcome.unwrap_or_else(|payload| Err(NodeError::panicked(&*payload)))
+        }
     }
 }
