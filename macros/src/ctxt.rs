@@ -16,11 +16,6 @@ impl Ctxt {
         self.push(syn::Error::new_spanned(tokens.into_token_stream(), message));
     }
 
-    /// Records an error at `span`.
-    pub(crate) fn error_at(&mut self, span: proc_macro2::Span, message: impl Display) {
-        self.push(syn::Error::new(span, message));
-    }
-
     /// Records a parse error.
     pub(crate) fn push(&mut self, error: syn::Error) {
         match &mut self.errors {

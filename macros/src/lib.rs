@@ -14,7 +14,7 @@ use proc_macro::TokenStream;
 /// See [`graphwright::graph`](https://docs.rs/graphwright/latest/graphwright/attr.graph.html).
 #[proc_macro_attribute]
 pub fn graph(args: TokenStream, input: TokenStream) -> TokenStream {
-    graph::expand(args.into(), input.into()).into()
+    graph::expand(args.into(), &input.into()).into()
 }
 
 /// Generates the update type and reducer wiring of a state struct.
@@ -22,7 +22,7 @@ pub fn graph(args: TokenStream, input: TokenStream) -> TokenStream {
 /// See [`graphwright::state`](https://docs.rs/graphwright/latest/graphwright/attr.state.html).
 #[proc_macro_attribute]
 pub fn state(args: TokenStream, input: TokenStream) -> TokenStream {
-    state::expand_attribute(args.into(), input.into()).into()
+    state::expand_attribute(&args.into(), &input.into()).into()
 }
 
 /// Marks a fn as a node of the enclosing `#[graph]` module.

@@ -84,33 +84,26 @@ fn parse_reducer(cx: &mut Ctxt, attr: &Attribute) -> Reducer {
         cx.error_spanned_by(attr, format!("write the reducer in parentheses, e.g. `#[reducer(append)]`; {}", known()));
         return Reducer::LastValue;
     };
-    if let Ok(syn::MetaNameValue { path, value, .. }) = list.parse_args::<syn::MetaNameValue>() {
-        if path.is_ident("with") {
+    if let Ok(syn::MetaNameValue { path, value, .. }) = list.parse_args::<syn::MetaNameValue>()
+        && path.is_ident("with") {
             if let syn::Expr::Path(f) = value {
                 return Reducer::With(f.path);
             }
             cx.error_spanned_by(value, "`with = ..` takes the path of a `fn(&mut T, T)`");
             return Reducer::LastValue;
         }
-    }
-    match list.parse_args::<Ident>() {
-        Ok(word) => {
-            let name = word.to_string();
-            match REDUCERS.iter().find(|r| **r == name && **r != "with") {
-                Some(known) => Reducer::Named(known),
-                None => {
-                    let hint = graphwright_wiring::closest(&name, REDUCERS.iter().copied())
-                        .map(|near| format!("; did you mean `{near}`?"))
-                        .unwrap_or_default();
-                    cx.error_spanned_by(&word, format!("unknown reducer `{name}`{hint} {}", known()));
-                    Reducer::LastValue
-                }
-            }
-        }
-        Err(_) => {
-            cx.error_spanned_by(&list.tokens, format!("expected one reducer name; {}", known()));
+    if let Ok(word) = list.parse_args::<Ident>() {
+        let name = word.to_string();
+        if let Some(known) = REDUCERS.iter().find(|r| **r == name && **r != "with") { Reducer::Named(known) } else {
+            let hint = graphwright_wiring::closest(&name, REDUCERS.iter().copied())
+                .map(|near| format!("; did you mean `{near}`?"))
+                .unwrap_or_default();
+            cx.error_spanned_by(&word, format!("unknown reducer `{name}`{hint} {}", known()));
             Reducer::LastValue
         }
+    } else {
+        cx.error_spanned_by(&list.tokens, format!("expected one reducer name; {}", known()));
+        Reducer::LastValue
     }
 }
 
@@ -142,6 +135,16 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
     let update_doc = format!(
         "A partial update of [`{name}`]: each field the node writes, folded in with that field's reducer."
     );
+    // Spanned at the state's name (keyword and braces), so that rustc's "not found for this
+    // struct" points at the state the user wrote rather than at the macro.
+    let body = quote! {
+        #(
+            #[doc = #field_docs]
+            #[serde(skip_serializing_if = "::core::option::Option::is_none")]
+            #vis #idents: #p::Option<#p::Write<#types>>,
+        )*
+    };
+    let definition = quote_spanned!(name.span()=> #vis struct #update { #body });
     quote! {
         #item
 
@@ -149,13 +152,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         #[derive(::core::clone::Clone, ::core::fmt::Debug, ::core::default::Default,
                  #p::serde::Serialize, #p::serde::Deserialize)]
         #[serde(crate = "::graphwright::__private::serde", default)]
-        #vis struct #update {
-            #(
-                #[doc = #field_docs]
-                #[serde(skip_serializing_if = "::core::option::Option::is_none")]
-                #vis #idents: #p::Option<#p::Write<#types>>,
-            )*
-        }
+        #definition
 
         impl #update {
             /// An update that writes nothing.
@@ -259,9 +256,7 @@ fn with_derives(item: &ItemStruct) -> TokenStream {
         .iter()
         .filter(|a| a.path().is_ident("derive"))
         .flat_map(|a| {
-            a.parse_args_with(syn::punctuated::Punctuated::<Path, syn::Token![,]>::parse_terminated)
-                .map(|paths| paths.into_iter().filter_map(|p| p.segments.last().map(|s| s.ident.to_string())).collect())
-                .unwrap_or_else(|_| Vec::new())
+            a.parse_args_with(syn::punctuated::Punctuated::<Path, syn::Token![,]>::parse_terminated).map_or_else(|_| Vec::new(), |paths| paths.into_iter().filter_map(|p| p.segments.last().map(|s| s.ident.to_string())).collect())
         })
         .collect();
     let wanted = [
@@ -286,18 +281,15 @@ fn unraw(ident: &Ident) -> String {
 }
 
 /// `#[state]` used on its own, outside a `#[graph]` module.
-pub(crate) fn expand_attribute(args: TokenStream, input: TokenStream) -> TokenStream {
+pub(crate) fn expand_attribute(args: &TokenStream, input: &TokenStream) -> TokenStream {
     let mut cx = Ctxt::default();
     if !args.is_empty() {
-        cx.error_spanned_by(&args, "`#[state]` takes no arguments; put reducers on fields with `#[reducer(..)]`");
+        cx.error_spanned_by(args, "`#[state]` takes no arguments; put reducers on fields with `#[reducer(..)]`");
     }
-    let item = match syn::parse2::<ItemStruct>(input.clone()) {
-        Ok(item) => item,
-        Err(_) => {
-            let error = syn::Error::new_spanned(&input, "`#[state]` goes on a struct with named fields");
-            let error = error.to_compile_error();
-            return quote!(#error #input);
-        }
+    let Ok(item) = syn::parse2::<ItemStruct>(input.clone()) else {
+        let error = syn::Error::new_spanned(input, "`#[state]` goes on a struct with named fields");
+        let error = error.to_compile_error();
+        return quote!(#error #input);
     };
     let def = parse(&mut cx, item);
     let expanded = expand(&def);

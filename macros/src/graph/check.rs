@@ -5,7 +5,8 @@
 use super::parse::{GraphDef, NodeDef, Param, Targets};
 use crate::ctxt::Ctxt;
 use graphwright_wiring::{EdgeKind, NodeDecl, Problem, Topology};
-use proc_macro2::Span;
+use proc_macro2::TokenStream;
+use quote::ToTokens;
 
 /// Runs every check, recording errors in `cx`.
 pub(crate) fn check(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
@@ -35,8 +36,8 @@ fn check_has_state(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
 
 /// Rule: `route = f` belongs on a node with alternatives (`next = a | b`).
 fn check_route_option(cx: &mut Ctxt, node: &NodeDef) {
-    if let Some(route) = &node.route {
-        if !node.branches() {
+    if let Some(route) = &node.route
+        && !node.branches() {
             cx.error_spanned_by(
                 route,
                 format!(
@@ -45,7 +46,6 @@ fn check_route_option(cx: &mut Ctxt, node: &NodeDef) {
                 ),
             );
         }
-    }
 }
 
 /// Rule: a node either branches (`next = a | b`) or sends (`send = ..`), not both.
@@ -70,9 +70,24 @@ fn check_timeout_needs_async(cx: &mut Ctxt, node: &NodeDef) {
 
 /// Rule: each of `&State` and `&Runtime<..>` is taken at most once.
 fn check_params(cx: &mut Ctxt, node: &NodeDef) {
-    let count = |want: fn(&Param) -> bool| node.params.iter().filter(|p| want(p)).count();
-    if count(|p| matches!(p, Param::State)) > 1 || count(|p| matches!(p, Param::Runtime)) > 1 {
-        cx.error_spanned_by(&node.item.sig.inputs, "a node takes each of `&State` and `&Runtime<..>` at most once");
+    let inputs = &node.item.sig.inputs;
+    if inputs.len() != node.params.len() {
+        return; // a parameter that is not injectable was reported already
+    }
+    let (mut state, mut runtime) = (false, false);
+    for (input, param) in inputs.iter().zip(&node.params) {
+        let seen = match param {
+            Param::State => std::mem::replace(&mut state, true),
+            Param::Runtime => std::mem::replace(&mut runtime, true),
+            Param::Payload(_) => false,
+        };
+        if seen {
+            let what = if matches!(param, Param::State) { "&State" } else { "&Runtime<..>" };
+            cx.error_spanned_by(
+                input,
+                format!("a node takes `{what}` at most once: remove this parameter"),
+            );
+        }
     }
 }
 
@@ -85,11 +100,14 @@ fn check_payload_targets(cx: &mut Ctxt, def: &GraphDef) {
         .filter_map(|n| n.send.as_ref())
         .flat_map(|t| t.names.iter().map(ToString::to_string))
         .collect();
+    // A misspelt `send = ..` target is the wiring check's error; the node it meant to reach
+    // would otherwise be reported too, as taking a payload nobody sends.
+    let sends_resolve = sent_to.iter().all(|t| t == graphwright_wiring::END || def.nodes.iter().any(|n| n.name() == *t));
     for node in &def.nodes {
         let name = node.name();
         let payload_param = node.item.sig.inputs.first();
         match (node.payload(), sent_to.contains(&name)) {
-            (Some(_), false) => cx.error_spanned_by(
+            (Some(_), false) if sends_resolve => cx.error_spanned_by(
                 payload_param,
                 "this parameter can't be injected; expected `&State` or `&Runtime<..>` \
                  (only a node that another node sends to takes a payload `&P`)",
@@ -113,7 +131,7 @@ fn check_payload_targets(cx: &mut Ctxt, def: &GraphDef) {
 }
 
 /// The graph as the shared wiring rules see it, with every name as written.
-pub(crate) fn topology<'a>(def: &'a GraphDef, names: &'a [String], targets: &'a [(Vec<String>, Vec<String>)]) -> Topology<'a> {
+pub(crate) fn topology<'a>(def: &'a GraphDef, names: &'a [String], targets: &'a [NodeTargets]) -> Topology<'a> {
     let nodes = def
         .nodes
         .iter()
@@ -130,8 +148,11 @@ pub(crate) fn topology<'a>(def: &'a GraphDef, names: &'a [String], targets: &'a 
     Topology { graph: "", nodes }
 }
 
+/// One node's `next` and `send` targets, as strings.
+pub(crate) type NodeTargets = (Vec<String>, Vec<String>);
+
 /// The names each node's `next` and `send` lists hold, as strings.
-pub(crate) fn target_names(def: &GraphDef) -> (Vec<String>, Vec<(Vec<String>, Vec<String>)>) {
+pub(crate) fn target_names(def: &GraphDef) -> (Vec<String>, Vec<NodeTargets>) {
     let list = |t: &Option<Targets>| t.as_ref().map(|t| t.names.iter().map(ToString::to_string).collect()).unwrap_or_default();
     let names = def.nodes.iter().map(NodeDef::name).collect();
     let targets = def.nodes.iter().map(|n| (list(&n.next), list(&n.send))).collect();
@@ -145,26 +166,25 @@ fn check_wiring(cx: &mut Ctxt, def: &GraphDef) {
     let mut topology = topology(def, &names, &targets);
     topology.graph = &graph;
     for problem in graphwright_wiring::check(&topology) {
-        let span = problem_span(def, &problem);
-        cx.error_at(span, &problem);
+        let tokens = problem_span(def, &problem);
+        cx.error_spanned_by(tokens, &problem);
     }
 }
 
-fn problem_span(def: &GraphDef, problem: &Problem) -> Span {
+/// The tokens a problem is about: a target as written, a node's name, or its whole attribute.
+fn problem_span(def: &GraphDef, problem: &Problem) -> TokenStream {
     let node = |i: usize| &def.nodes[i];
+    let target = |list: &Option<Targets>, i: usize, t: usize| {
+        list.as_ref().map_or_else(|| node(i).attr.clone(), |list| list.names[t].to_token_stream())
+    };
     match problem {
-        Problem::NoEntry { .. } => def.module.ident.span(),
-        Problem::UnknownTarget { node: i, target, kind, .. } => {
-            let list = match kind {
-                EdgeKind::Next => &node(*i).next,
-                EdgeKind::Send => &node(*i).send,
-            };
-            list.as_ref().map_or(node(*i).attr_span, |t| t.names[*target].span())
-        }
-        Problem::SendToEnd { node: i, target } => {
-            node(*i).send.as_ref().map_or(node(*i).attr_span, |t| t.names[*target].span())
-        }
-        Problem::NoOutgoingEdge { node: i, .. } => node(*i).attr_span,
-        other => other.node().map_or(def.module.ident.span(), |i| node(i).ident().span()),
+        Problem::NoEntry { .. } => def.module.ident.to_token_stream(),
+        Problem::UnknownTarget { node: i, target: t, kind, .. } => match kind {
+            EdgeKind::Next => target(&node(*i).next, *i, *t),
+            EdgeKind::Send => target(&node(*i).send, *i, *t),
+        },
+        Problem::SendToEnd { node: i, target: t } => target(&node(*i).send, *i, *t),
+        Problem::NoOutgoingEdge { node: i, .. } => node(*i).attr.clone(),
+        other => other.node().map_or_else(|| def.module.ident.to_token_stream(), |i| node(i).ident().to_token_stream()),
     }
 }

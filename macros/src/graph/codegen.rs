@@ -4,7 +4,7 @@ use super::check::{target_names, topology};
 use super::parse::{GraphArgs, GraphDef, NodeDef, Param};
 use crate::paths::private;
 use crate::state;
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::{Group, Ident, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Item, Type};
 
@@ -131,13 +131,15 @@ fn next_enum(node: &NodeDef, names: &Names) -> TokenStream {
     let indices = 0..variants.len();
     let doc = format!("Where the run goes after `{}`.", node.name());
     let docs = strings.iter().map(|t| if t == "END" { "End the run.".to_owned() } else { format!("Run `{t}` next.") });
+    // Spanned at `next` (keyword and braces), so that rustc's "not found for this enum" points
+    // at the list of targets rather than at `#[graph]`.
+    let body = quote!(#( #[doc = #docs] #variants, )*);
+    let definition = quote_spanned!(targets.key=> pub enum #name { #body });
     quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug,
                  ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
-        pub enum #name {
-            #( #[doc = #docs] #variants, )*
-        }
+        #definition
 
         #[automatically_derived]
         impl #p::Route for #name {
@@ -164,12 +166,12 @@ fn send_enum(node: &NodeDef, nodes: &[NodeDef]) -> TokenStream {
     let indices = (0..variants.len()).map(|i| i as u32);
     let doc = format!("A payload `{}` sends, addressed to one of its targets.", node.name());
     let docs = targets.names.iter().map(|t| format!("Run `{t}` with this payload."));
+    let body = quote!(#( #[doc = #docs] #variants(#payloads), )*);
+    let definition = quote_spanned!(targets.key=> pub enum #name { #body });
     quote! {
         #[doc = #doc]
         #[derive(::core::fmt::Debug)]
-        pub enum #name {
-            #( #[doc = #docs] #variants(#payloads), )*
-        }
+        #definition
 
         #[automatically_derived]
         impl #p::SendRoute for #name {
@@ -210,8 +212,8 @@ fn wrapper(node: &NodeDef, nodes: &[NodeDef], names: &Names) -> TokenStream {
         Param::Payload(_) => quote!(payload),
     });
     let call = if node.is_async() { quote!(#user(#(#args),*).await) } else { quote!(#user(#(#args),*)) };
-    let convert = conversion(node, nodes, names);
     let ret_span = node.return_span();
+    let convert = respan(conversion(node, nodes, names), ret_span);
     let converted = quote_spanned!(ret_span=> <_ as #convert>::into_output(#call));
     let take_payload = node.payload().map(|ty| {
         quote! {
@@ -246,6 +248,23 @@ fn wrapper(node: &NodeDef, nodes: &[NodeDef], names: &Names) -> TokenStream {
     }
 }
 
+/// `tokens` with every span set to `span`, so that rustc reports a generated path under the
+/// user's token rather than under `#[graph]`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let TokenTree::Group(group) = &tree {
+                let mut inner = Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                tree = TokenTree::Group(inner);
+            }
+            tree.set_span(span);
+            tree
+        })
+        .collect()
+}
+
 /// The trait that converts this node's return value, chosen by its edges.
 fn conversion(node: &NodeDef, nodes: &[NodeDef], names: &Names) -> TokenStream {
     let p = private();
@@ -274,13 +293,10 @@ fn shape(node: &NodeDef, nodes: &[NodeDef]) -> TokenStream {
         let route = format_ident!("{}Next", pascal(&node.name()));
         return quote!(#p::Shape::branch::<#route>());
     }
-    match &node.send {
-        Some(targets) => {
-            let payloads = targets.names.iter().map(|t| payload_of(nodes, t));
-            quote!(#p::Shape::Send { payloads: #p::Vec::from([#( #p::PayloadType::of::<#payloads>() ),*]) })
-        }
-        None => quote!(#p::Shape::Update),
-    }
+    if let Some(targets) = &node.send {
+        let payloads = targets.names.iter().map(|t| payload_of(nodes, t));
+        quote!(#p::Shape::Send { payloads: #p::Vec::from([#( #p::PayloadType::of::<#payloads>() ),*]) })
+    } else { quote!(#p::Shape::Update) }
 }
 
 /// `pub fn graph() -> StateGraph<State, Ctx>`: the builder calls the attributes describe.
@@ -309,10 +325,7 @@ fn builder_calls(nodes: &[NodeDef]) -> Vec<TokenStream> {
         let name = node.name();
         let wrapper = format_ident!("__graphwright_node_{}", node.ident());
         let shape = shape(node, nodes);
-        let takes = match node.payload() {
-            Some(ty) => quote!(#p::Option::Some(#p::PayloadType::of::<#ty>())),
-            None => quote!(#p::Option::None),
-        };
+        let takes = if let Some(ty) = node.payload() { quote!(#p::Option::Some(#p::PayloadType::of::<#ty>())) } else { quote!(#p::Option::None) };
         let constructor = if node.is_async() { quote!(asynchronous) } else { quote!(sync) };
         calls.push(quote!(.add_spec(#name, #p::NodeSpec::#constructor(#shape, #takes, #wrapper))));
     }

@@ -9,15 +9,12 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 /// Expands `#[graph(args)] mod name { .. }`.
-pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
+pub(crate) fn expand(args: TokenStream, input: &TokenStream) -> TokenStream {
     let mut cx = Ctxt::default();
-    let module = match syn::parse2::<syn::ItemMod>(input.clone()) {
-        Ok(module) => module,
-        Err(_) => {
-            let error = syn::Error::new_spanned(&input, "`#[graph]` goes on an inline module: `#[graph] mod name { .. }`");
-            let error = error.to_compile_error();
-            return quote!(#error #input);
-        }
+    let Ok(module) = syn::parse2::<syn::ItemMod>(input.clone()) else {
+        let error = syn::Error::new_spanned(input, "`#[graph]` goes on an inline module: `#[graph] mod name { .. }`");
+        let error = error.to_compile_error();
+        return quote!(#error #input);
     };
     let args = parse::parse_args(&mut cx, args);
     let def = parse::parse_module(&mut cx, module);

@@ -46,6 +46,8 @@ pub(crate) fn parse_args(cx: &mut Ctxt, args: TokenStream) -> GraphArgs {
 
 /// Where an edge list was written, and its targets as written.
 pub(crate) struct Targets {
+    /// The key the list was written under (`next` or `send`), for the generated enum's span.
+    pub(crate) key: Span,
     pub(crate) names: Vec<Ident>,
     /// `a | b`: alternatives (a branch), rather than `a` or `[a, b]` (static edges).
     pub(crate) alternatives: bool,
@@ -63,8 +65,8 @@ pub(crate) struct NodeDef {
     pub(crate) retry: Option<Expr>,
     pub(crate) timeout: Option<Expr>,
     pub(crate) params: Vec<Param>,
-    /// The span of the `#[node]` attribute, for errors about the node as a whole.
-    pub(crate) attr_span: Span,
+    /// The `#[node(..)]` attribute as written, for errors about the node as a whole.
+    pub(crate) attr: TokenStream,
 }
 
 impl NodeDef {
@@ -92,7 +94,7 @@ impl NodeDef {
     /// The payload type, if the node takes a Send payload.
     pub(crate) fn payload(&self) -> Option<&Type> {
         self.params.iter().find_map(|p| match p {
-            Param::Payload(ty) => Some(ty),
+            Param::Payload(ty) => Some(&**ty),
             _ => None,
         })
     }
@@ -110,7 +112,7 @@ pub(crate) enum Param {
     State,
     Runtime,
     /// `&P`: the Send payload.
-    Payload(Type),
+    Payload(Box<Type>),
 }
 
 /// The module's pieces.
@@ -189,7 +191,7 @@ impl Parse for NodeArg {
         }
         input.parse::<Token![=]>()?;
         match key.to_string().as_str() {
-            "next" | "send" => Ok(Self::Targets(key, parse_targets(input)?)),
+            "next" | "send" => Ok(Self::Targets(key.clone(), parse_targets(input, key.span())?)),
             "route" => Ok(Self::Path(key, input.parse()?)),
             _ => Ok(Self::Expr(key, input.parse()?)),
         }
@@ -197,7 +199,7 @@ impl Parse for NodeArg {
 }
 
 /// `a`, `a | b | END`, or `[a, b]`.
-fn parse_targets(input: ParseStream<'_>) -> syn::Result<Targets> {
+fn parse_targets(input: ParseStream<'_>, key: Span) -> syn::Result<Targets> {
     if input.peek(syn::token::Bracket) {
         let content;
         bracketed!(content in input);
@@ -205,11 +207,11 @@ fn parse_targets(input: ParseStream<'_>) -> syn::Result<Targets> {
         if names.is_empty() {
             return Err(content.error("list at least one target inside `[..]`"));
         }
-        return Ok(Targets { names: names.into_iter().collect(), alternatives: false });
+        return Ok(Targets { key, names: names.into_iter().collect(), alternatives: false });
     }
     let names = Punctuated::<Ident, Token![|]>::parse_separated_nonempty(input)?;
     let alternatives = names.len() > 1;
-    Ok(Targets { names: names.into_iter().collect(), alternatives })
+    Ok(Targets { key, names: names.into_iter().collect(), alternatives })
 }
 
 fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {
@@ -224,7 +226,7 @@ fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {
         retry: None,
         timeout: None,
         params: Vec::new(),
-        attr_span: syn::spanned::Spanned::span(attr),
+        attr: quote::ToTokens::to_token_stream(attr),
     };
     let args = match &attr.meta {
         syn::Meta::Path(_) => Punctuated::new(),
@@ -302,7 +304,7 @@ fn parse_params(cx: &mut Ctxt, item: &ItemFn, state: Option<&str>) -> Vec<Param>
         match last_ident(&reference.elem) {
             Some(name) if Some(name.as_str()) == state || name == "Self" => params.push(Param::State),
             Some(name) if name == "Runtime" => params.push(Param::Runtime),
-            _ if i == 0 => params.push(Param::Payload((*reference.elem).clone())),
+            _ if i == 0 => params.push(Param::Payload(reference.elem.clone())),
             _ => cx.error_spanned_by(&typed.ty, injectable_message()),
         }
     }

@@ -1,0 +1,21 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        pub turns: u32,
+    }
+
+    #[node(entry, next = x)]
+    fn ingress(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+
+    #[node]
+    fn x(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+}
+
+fn main() {}

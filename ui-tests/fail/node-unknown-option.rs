@@ -1,0 +1,16 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        pub turns: u32,
+    }
+
+    #[node(entry, nxt = END)]
+    fn ingress(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+}
+
+fn main() {}

@@ -1,0 +1,27 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        #[reducer(append)]
+        pub results: Vec<u32>,
+    }
+
+    #[node(entry, send = worker)]
+    fn dispatch(_state: &State) -> Vec<u32> {
+        vec![1, 2, 3]
+    }
+
+    #[node(entry, next = worker)]
+    fn other(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+
+    #[node(next = END)]
+    fn worker(item: &u32) -> StateUpdate {
+        StateUpdate::new().results(vec![*item])
+    }
+}
+
+fn main() {}

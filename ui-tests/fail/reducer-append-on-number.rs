@@ -1,0 +1,17 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        #[reducer(append)]
+        pub tokens_used: u64,
+    }
+
+    #[node(entry, next = END)]
+    fn count(_state: &State) -> StateUpdate {
+        StateUpdate::new().tokens_used(1)
+    }
+}
+
+fn main() {}

@@ -1,0 +1,17 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        #[reducer(apend)]
+        pub notes: Vec<String>,
+    }
+
+    #[node(entry, next = END)]
+    fn note(_state: &State) -> StateUpdate {
+        StateUpdate::new().notes(vec!["seen".to_owned()])
+    }
+}
+
+fn main() {}

@@ -1,0 +1,18 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        pub turns: u32,
+    }
+
+    #[node(entry, next = END, route = should_continue)]
+    fn agent(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+
+    fn should_continue(_state: &State) {}
+}
+
+fn main() {}

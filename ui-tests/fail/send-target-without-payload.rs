@@ -1,0 +1,22 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        #[reducer(append)]
+        pub results: Vec<u32>,
+    }
+
+    #[node(entry, send = worker)]
+    fn dispatch(_state: &State) -> Vec<u32> {
+        vec![1, 2, 3]
+    }
+
+    #[node(next = END)]
+    fn worker(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+}
+
+fn main() {}

@@ -1,0 +1,16 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        pub turns: u32,
+    }
+
+    #[node(entry, next = END, timeout = std::time::Duration::from_secs(5))]
+    fn ingress(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+}
+
+fn main() {}

@@ -1,0 +1,17 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        #[reducer(add)]
+        pub count: u32,
+    }
+
+    #[node(entry, next = END)]
+    fn counter(_state: &State) -> StateUpdate {
+        StateUpdate::new().cnt(1)
+    }
+}
+
+fn main() {}
