@@ -113,7 +113,7 @@ pub mod __private {
         AddReducer, AppendReducer, MergeReducer, MessagesReducer, OrdReducer, UnionReducer,
     };
     pub use crate::state::{Conflict, State, Update, Write};
-    pub use crate::{Runtime, END};
+    pub use crate::{NodePolicy, Runtime, END};
     pub use serde;
     pub use std::boxed::Box;
     pub use std::option::Option;
