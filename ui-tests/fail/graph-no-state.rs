@@ -6,4 +6,7 @@ mod support {
     fn ingress() {}
 }
 
-fn main() {}
+fn main() {
+    let _ = support::graph().compile();
+    let _ = (support::MERMAID, support::Node::ALL);
+}

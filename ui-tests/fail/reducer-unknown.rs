@@ -14,4 +14,7 @@ mod support {
     }
 }
 
-fn main() {}
+fn main() {
+    let _ = support::graph().compile();
+    let _ = (support::MERMAID, support::Node::ALL);
+}

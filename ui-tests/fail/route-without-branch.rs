@@ -15,4 +15,7 @@ mod support {
     fn should_continue(_state: &State) {}
 }
 
-fn main() {}
+fn main() {
+    let _ = support::graph().compile();
+    let _ = (support::MERMAID, support::Node::ALL);
+}

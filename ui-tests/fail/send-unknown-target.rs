@@ -19,4 +19,7 @@ mod support {
     }
 }
 
-fn main() {}
+fn main() {
+    let _ = support::graph().compile();
+    let _ = (support::MERMAID, support::Node::ALL);
+}
