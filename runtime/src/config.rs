@@ -19,6 +19,7 @@ use std::time::Duration;
 /// assert_eq!(cfg.thread_id(), Some("ticket-42"));
 /// ```
 pub struct RunConfig<C = ()> {
+    pub(crate) durability: Durability,
     pub(crate) thread_id: Option<Arc<str>>,
     pub(crate) context: Option<Arc<C>>,
     pub(crate) recursion_limit: Option<u64>,
@@ -27,13 +28,14 @@ pub struct RunConfig<C = ()> {
 
 impl<C> Default for RunConfig<C> {
     fn default() -> Self {
-        Self { thread_id: None, context: None, recursion_limit: None, deadline: None }
+        Self { durability: Durability::default(), thread_id: None, context: None, recursion_limit: None, deadline: None }
     }
 }
 
 impl<C> Clone for RunConfig<C> {
     fn clone(&self) -> Self {
         Self {
+            durability: self.durability,
             thread_id: self.thread_id.clone(),
             context: self.context.clone(),
             recursion_limit: self.recursion_limit,
@@ -49,6 +51,7 @@ impl<C> std::fmt::Debug for RunConfig<C> {
             .field("context", &self.context.as_ref().map(|_| std::any::type_name::<C>()))
             .field("recursion_limit", &self.recursion_limit)
             .field("deadline", &self.deadline)
+            .field("durability", &self.durability)
             .finish()
     }
 }
@@ -89,8 +92,30 @@ impl<C> RunConfig<C> {
         self
     }
 
+    /// When the run's checkpoints are written (only runs with a thread write any).
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
     /// The thread id, if the run has one.
     pub fn thread_id(&self) -> Option<&str> {
         self.thread_id.as_deref()
     }
+}
+
+/// When a run on a thread writes its checkpoints, as in LangGraph.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Each step's checkpoint is stored before the next step starts.
+    Sync,
+    /// Each step's checkpoint is stored in the background while the next step runs (at most
+    /// two steps ahead, so a slow store slows the run instead of filling memory); the run
+    /// returns only once everything is stored. The default, as in LangGraph.
+    #[default]
+    Async,
+    /// Only the final checkpoint is stored, when the run ends (also on an error). A crash loses
+    /// the whole run.
+    Exit,
 }

@@ -180,6 +180,29 @@ pub enum GraphError {
         /// The context type's name.
         context: &'static str,
     },
+    /// Another run is in progress on the thread in this process.
+    #[error("thread `{thread}` already has a run in progress: wait for it to finish, or use another thread id")]
+    ThreadBusy {
+        /// The thread.
+        thread: String,
+    },
+    /// A thread operation was called with a config that names no thread.
+    #[error("graph `{graph}`: this needs a thread; pass one with `RunConfig::thread(id)`")]
+    NoThread {
+        /// The graph's name.
+        graph: String,
+    },
+    /// `resume` found no pending tasks on the thread.
+    #[error("thread `{thread}` has nothing to resume: {reason}; start a run with `invoke`")]
+    NothingToResume {
+        /// The thread.
+        thread: String,
+        /// Why there is nothing to resume.
+        reason: &'static str,
+    },
+    /// The checkpoint store failed or held unreadable data.
+    #[error(transparent)]
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
     /// A Send payload did not have the type its target node takes.
     #[error("node `{node}` received a Send payload of the wrong type; it takes `{expected}`")]
     PayloadType {

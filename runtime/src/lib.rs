@@ -65,6 +65,7 @@
 
 extern crate self as graphwright;
 
+pub mod checkpoint;
 pub mod config;
 pub mod error;
 pub mod graph;
@@ -76,9 +77,10 @@ pub mod reducer;
 pub mod runtime;
 pub mod state;
 
-pub use config::RunConfig;
+pub use checkpoint::{Checkpointer, MemorySaver};
+pub use config::{Durability, RunConfig};
 pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
-pub use graph::{CompiledGraph, NodeSpec, RunOutput, StateGraph, DEFAULT_RECURSION_LIMIT};
+pub use graph::{CompiledGraph, NodeSpec, RunOutput, StateGraph, StateSnapshot, DEFAULT_RECURSION_LIMIT};
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;
 #[doc = include_str!("../docs/node.md")]

@@ -10,7 +10,8 @@ use crate::policy::NodePolicy;
 use crate::state::State;
 use graphwright_wiring::{NodeDecl, Topology};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use crate::checkpoint::{Checkpointer, MemorySaver};
 
 /// Builds a graph at run time; `compile` checks it with the same rules `#[graph]` checks at
 /// compile time. The `#[graph]` macro expands to calls of this builder.
@@ -58,6 +59,7 @@ pub struct StateGraph<S: State, C = ()> {
     joins: Vec<(Vec<String>, String)>,
     recursion_limit: u64,
     default_context: Option<fn() -> C>,
+    saver: Option<Arc<dyn Checkpointer>>,
 }
 
 struct Entry<S: State, C> {
@@ -101,6 +103,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             joins: Vec::new(),
             recursion_limit: DEFAULT_RECURSION_LIMIT,
             default_context: default,
+            saver: None,
         }
     }
 
@@ -185,6 +188,20 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             // Remembered as an edge-less phantom so compile reports the unknown name.
             self.edges.push((format!("policy:{name}"), name.to_owned()));
         }
+        self
+    }
+
+    /// Where runs on a thread keep their checkpoints; a [`MemorySaver`] when not set.
+    #[must_use]
+    pub fn checkpointer(mut self, saver: impl Checkpointer) -> Self {
+        self.saver = Some(Arc::new(saver));
+        self
+    }
+
+    /// The same, for a checkpointer shared with other graphs or code.
+    #[must_use]
+    pub fn shared_checkpointer(mut self, saver: Arc<dyn Checkpointer>) -> Self {
+        self.saver = Some(saver);
         self
     }
 
@@ -376,6 +393,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                     sends: sends_by_node.remove(name).unwrap_or_default().into(),
                     joins: std::mem::take(&mut join_inputs[i]).into(),
                     policy: entry.policy,
+                    takes: entry.spec.takes,
                 }
             })
             .collect();
@@ -387,6 +405,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             joins,
             recursion_limit: self.recursion_limit,
             default_context: self.default_context,
+            saver: self.saver.unwrap_or_else(|| Arc::new(MemorySaver::new())),
+            busy: Mutex::default(),
         })
     }
 }

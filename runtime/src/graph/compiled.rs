@@ -1,15 +1,17 @@
 //! A checked graph, ready to run.
 
-use super::node_spec::Action;
+use super::node_spec::{Action, PayloadType};
+use crate::checkpoint::Checkpointer;
 use crate::config::RunConfig;
 use crate::error::GraphError;
 use crate::policy::NodePolicy;
 use crate::pregel;
 use crate::runtime::RunShared;
 use crate::state::State;
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A node index, or END.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +48,8 @@ pub(crate) struct CompiledNode<S: State, C> {
     /// (join, slot) pairs this node fills when it finishes.
     pub(crate) joins: Box<[(u32, u32)]>,
     pub(crate) policy: NodePolicy,
+    /// The Send payload type the node takes, if it is a Send target.
+    pub(crate) takes: Option<PayloadType>,
 }
 
 pub(crate) struct Inner<S: State, C> {
@@ -56,6 +60,10 @@ pub(crate) struct Inner<S: State, C> {
     pub(crate) joins: Vec<JoinSpec>,
     pub(crate) recursion_limit: u64,
     pub(crate) default_context: Option<fn() -> C>,
+    /// Where runs with a thread keep their checkpoints.
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    /// Threads with a run in progress in this process.
+    pub(crate) busy: Mutex<HashSet<Arc<str>>>,
 }
 
 /// A checked, runnable graph. Cheap to clone; every clone runs the same graph.
@@ -110,17 +118,36 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     ///
     /// Dropping the returned future cancels the run at once: every in-flight node is dropped.
     pub async fn invoke(&self, input: impl Into<S::Update>, cfg: &RunConfig<C>) -> Result<RunOutput<S>, GraphError> {
-        let mut state = S::default();
-        state.apply(input.into());
         let shared = self.shared(cfg)?;
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
-        let run = pregel::execute(&self.inner, state, shared, limit);
-        match cfg.deadline {
-            None => run.await,
-            Some(after) => tokio::time::timeout(after, run)
-                .await
-                .unwrap_or(Err(GraphError::DeadlineExceeded { after })),
+        match &cfg.thread_id {
+            None => {
+                let mut state = S::default();
+                state.apply(input.into());
+                with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit)).await
+            }
+            Some(thread) => {
+                let run = pregel::execute_on_thread(&self.inner, input.into(), shared, limit, Arc::clone(thread), cfg.durability);
+                with_deadline(cfg, run).await
+            }
         }
+    }
+
+    /// Continues the thread of `cfg` from its last checkpoint: tasks that had finished before
+    /// a failure or a crash are not run again; the others run, and the run goes on from there.
+    pub async fn resume(&self, cfg: &RunConfig<C>) -> Result<RunOutput<S>, GraphError> {
+        let thread = self.thread_of(cfg)?;
+        let shared = self.shared(cfg)?;
+        let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
+        with_deadline(cfg, pregel::resume_thread(&self.inner, shared, limit, thread, cfg.durability)).await
+    }
+
+    pub(crate) fn thread_of(&self, cfg: &RunConfig<C>) -> Result<Arc<str>, GraphError> {
+        cfg.thread_id.clone().ok_or_else(|| GraphError::NoThread { graph: self.inner.name.clone() })
+    }
+
+    pub(crate) fn inner(&self) -> &Inner<S, C> {
+        &self.inner
     }
 
     fn shared(&self, cfg: &RunConfig<C>) -> Result<Arc<RunShared<C>>, GraphError> {
@@ -140,5 +167,16 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             run_id: RUN_IDS.fetch_add(1, Ordering::Relaxed),
             node_names: Arc::clone(&self.inner.node_names),
         }))
+    }
+}
+
+/// Runs `run` under the config's deadline, if it has one.
+async fn with_deadline<S, C>(
+    cfg: &RunConfig<C>,
+    run: impl std::future::Future<Output = Result<RunOutput<S>, GraphError>>,
+) -> Result<RunOutput<S>, GraphError> {
+    match cfg.deadline {
+        None => run.await,
+        Some(after) => tokio::time::timeout(after, run).await.unwrap_or(Err(GraphError::DeadlineExceeded { after })),
     }
 }

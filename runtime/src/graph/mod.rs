@@ -4,9 +4,11 @@ mod builder;
 mod compiled;
 mod into_node;
 mod node_spec;
+mod threads;
 
 pub use builder::StateGraph;
 pub use compiled::{CompiledGraph, RunOutput};
+pub use threads::StateSnapshot;
 pub use into_node::{marker, AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode};
 pub use node_spec::{take_payload, Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape};
 

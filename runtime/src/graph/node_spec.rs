@@ -68,17 +68,30 @@ impl Shape {
     }
 }
 
-/// A payload type, known by id so the builder can check a Send edge fits its target.
+/// A payload type, known by id so the builder can check a Send edge fits its target, with the
+/// functions a checkpoint uses to store and restore payloads of that type.
 #[derive(Clone, Copy, Debug)]
 pub struct PayloadType {
     pub(crate) id: TypeId,
     pub(crate) name: &'static str,
+    pub(crate) encode: fn(&(dyn Any + Send + Sync)) -> Result<serde_json::Value, String>,
+    pub(crate) decode: fn(serde_json::Value) -> Result<Box<dyn Any + Send + Sync>, String>,
 }
 
 impl PayloadType {
     /// The payload type `P`.
     pub fn of<P: SendPayload>() -> Self {
-        Self { id: TypeId::of::<P>(), name: type_name::<P>() }
+        Self {
+            id: TypeId::of::<P>(),
+            name: type_name::<P>(),
+            encode: |payload| match payload.downcast_ref::<P>() {
+                Some(payload) => serde_json::to_value(payload).map_err(|e| e.to_string()),
+                None => Err(format!("the payload is not a `{}`", type_name::<P>())),
+            },
+            decode: |value| {
+                serde_json::from_value::<P>(value).map(|p| Box::new(p) as Box<dyn Any + Send + Sync>).map_err(|e| e.to_string())
+            },
+        }
     }
 }
 

@@ -12,14 +12,15 @@ pub(crate) fn apply<S: State, C>(
     graph: &Inner<S, C>,
     state: &mut S,
     tasks: &[Task],
-    outputs: &mut [NodeOutput<S>],
+    outputs: &mut [Option<NodeOutput<S>>],
     step: u64,
 ) -> Result<(), GraphError> {
-    if let [only] = outputs {
+    if let [Some(only)] = outputs {
         state.apply(std::mem::take(&mut only.update));
         return Ok(());
     }
-    let updates: Vec<S::Update> = outputs.iter_mut().map(|o| std::mem::take(&mut o.update)).collect();
+    let updates: Vec<S::Update> =
+        outputs.iter_mut().map(|o| o.as_mut().map(|o| std::mem::take(&mut o.update)).unwrap_or_default()).collect();
     if let Some(conflict) = S::conflict(&updates) {
         let name = |i: usize| graph.node_names[tasks[i].node as usize].to_string();
         return Err(GraphError::InvalidUpdate {

@@ -4,39 +4,130 @@
 //! then folds their updates in task order (never completion order), then plans the next step
 //! from edges, routes, routers, joins and Sends. Nothing on this path serializes, clones the
 //! state, or spawns: sync nodes are called in place, async nodes of one step are polled
-//! together on the calling task, and a step with one task awaits it directly.
+//! together on the calling task, and a step with one task awaits it directly. A run on a
+//! thread adds persistence at the step boundaries (see `persist`), and nothing else.
 
 mod merge;
+mod persist;
 mod planner;
+pub(crate) mod record;
 mod task;
 
+use crate::checkpoint::Source;
+use crate::config::Durability;
 use crate::error::GraphError;
 use crate::graph::{Inner, RunOutput};
+use crate::node::NodeOutput;
 use crate::runtime::RunShared;
 use crate::state::State;
+pub(crate) use persist::load_state;
+use persist::{Persist, ThreadLock};
 use planner::Planner;
 use std::sync::Arc;
 pub(crate) use task::Task;
 
-/// Runs a graph from `state` until no task is left.
+/// Runs a graph from `state` until no task is left, persisting nothing.
 pub(crate) async fn execute<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
-    mut state: S,
+    state: S,
     run: Arc<RunShared<C>>,
     limit: u64,
 ) -> Result<RunOutput<S>, GraphError> {
-    let mut planner = Planner::new(graph);
-    let mut tasks: Vec<Task> = graph.entries.iter().map(|&node| Task::pull(node)).collect();
-    let mut outputs = Vec::new();
-    let mut step = 0;
+    let tasks = graph.entries.iter().map(|&node| Task::pull(node)).collect();
+    drive(graph, Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step: 0 }, run, limit, None).await
+}
+
+/// Runs a graph on a thread from `input`, checkpointing each step.
+pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
+    graph: &Inner<S, C>,
+    input: S::Update,
+    run: Arc<RunShared<C>>,
+    limit: u64,
+    thread: Arc<str>,
+    durability: Durability,
+) -> Result<RunOutput<S>, GraphError> {
+    let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
+    let (persist, state) = Persist::start(graph, thread, durability, input).await?;
+    let tasks = graph.entries.iter().map(|&node| Task::pull(node)).collect();
+    let step = step_of(&persist);
+    drive(graph, Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step }, run, limit, Some(persist)).await
+}
+
+/// Continues a thread's pending tasks, reusing the outputs of tasks that had finished.
+pub(crate) async fn resume_thread<S: State, C: Send + Sync + 'static>(
+    graph: &Inner<S, C>,
+    run: Arc<RunShared<C>>,
+    limit: u64,
+    thread: Arc<str>,
+    durability: Durability,
+) -> Result<RunOutput<S>, GraphError> {
+    let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
+    let resumed = Persist::resume(graph, thread, durability).await?;
+    let step = step_of(&resumed.persist);
+    let start = Start { state: resumed.state, tasks: resumed.tasks, saved: resumed.saved, planner: resumed.planner, step };
+    drive(graph, start, run, limit, Some(resumed.persist)).await
+}
+
+fn step_of(persist: &Persist) -> u64 {
+    u64::try_from(persist.step()).unwrap_or(0)
+}
+
+/// Where a run starts: its state, first tasks (with any outputs already saved), and step.
+struct Start<S: State> {
+    state: S,
+    tasks: Vec<Task>,
+    saved: Vec<Option<NodeOutput<S>>>,
+    planner: Planner,
+    step: u64,
+}
+
+async fn drive<S: State, C: Send + Sync + 'static>(
+    graph: &Inner<S, C>,
+    start: Start<S>,
+    run: Arc<RunShared<C>>,
+    limit: u64,
+    mut persist: Option<Persist>,
+) -> Result<RunOutput<S>, GraphError> {
+    let Start { mut state, mut tasks, mut saved, mut planner, mut step } = start;
+    let mut slots: Vec<Option<NodeOutput<S>>> = Vec::new();
+    let mut ran = 0;
     while !tasks.is_empty() {
-        if step == limit {
+        if ran == limit {
+            if let Some(persist) = persist {
+                persist.abort(graph, &state, &tasks, &planner).await?;
+            }
             return Err(GraphError::RecursionLimit { limit });
         }
+        ran += 1;
         step += 1;
-        task::run_step(graph, &state, &run, step, &tasks, &mut outputs).await?;
-        merge::apply(graph, &mut state, &tasks, &mut outputs, step)?;
-        tasks = planner.plan(graph, &tasks, &mut outputs, &state, step);
+        slots.clear();
+        if saved.is_empty() {
+            slots.resize_with(tasks.len(), || None);
+        } else {
+            slots.append(&mut saved);
+        }
+        if let Err(error) = task::run_step(graph, &state, &run, step, &tasks, &mut slots).await {
+            if let Some(persist) = persist {
+                persist.fail(graph, &state, &tasks, &slots, &planner).await?;
+            }
+            return Err(error);
+        }
+        if let Some(persist) = &mut persist {
+            persist.save_outputs(graph, &tasks, &slots).await?;
+        }
+        if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
+            if let Some(persist) = persist {
+                persist.abort(graph, &state, &tasks, &planner).await?;
+            }
+            return Err(error);
+        }
+        tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
+        if let Some(persist) = &mut persist {
+            persist.checkpoint(graph, &state, &tasks, &planner, Source::Loop).await?;
+        }
     }
-    Ok(RunOutput { state, steps: step })
+    if let Some(persist) = persist {
+        persist.finish(graph, &state, &planner).await?;
+    }
+    Ok(RunOutput { state, steps: ran })
 }

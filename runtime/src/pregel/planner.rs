@@ -32,12 +32,12 @@ impl Planner {
         &mut self,
         graph: &Inner<S, C>,
         ran: &[Task],
-        outputs: &mut [NodeOutput<S>],
+        outputs: &mut [Option<NodeOutput<S>>],
         state: &S,
         step: u64,
     ) -> Vec<Task> {
         let mut sends = Vec::new();
-        for (task, output) in ran.iter().zip(outputs.iter_mut()) {
+        for (task, output) in ran.iter().zip(outputs.iter_mut().flatten()) {
             let node = &graph.nodes[task.node as usize];
             for &(join, slot) in &*node.joins {
                 self.fill_join(graph, join, slot, step);
@@ -79,6 +79,20 @@ impl Planner {
         tasks.extend(self.pull.drain(..).map(Task::pull));
         tasks.append(&mut sends);
         tasks
+    }
+
+    /// Deferred nodes and join progress, to store in a checkpoint.
+    pub(crate) fn saved(&self) -> (Vec<u32>, Vec<Vec<bool>>) {
+        let deferred = (0..self.deferred.len() as u32).filter(|&n| self.deferred[n as usize]).collect();
+        (deferred, self.join_slots.clone())
+    }
+
+    /// Restores what [`Planner::saved`] returned.
+    pub(crate) fn restore(&mut self, deferred: &[u32], joins: Vec<Vec<bool>>) {
+        for &node in deferred {
+            self.deferred[node as usize] = true;
+        }
+        self.join_slots = joins;
     }
 
     fn trigger<S: State, C>(&mut self, graph: &Inner<S, C>, target: Target, step: u64) {

@@ -23,37 +23,37 @@ impl Task {
     }
 }
 
-/// Runs every task of the step; `outputs` receives one output per task, in task order.
-/// The first failure cancels the tasks still running and fails the step.
+/// Runs every task of the step whose slot is empty; each slot receives its task's output.
+/// The first failure cancels the tasks still running and fails the step, leaving the slots of
+/// the tasks that finished filled (so their writes can be kept).
 pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     state: &S,
     run: &Arc<RunShared<C>>,
     step: u64,
     tasks: &[Task],
-    outputs: &mut Vec<NodeOutput<S>>,
+    slots: &mut [Option<NodeOutput<S>>],
 ) -> Result<(), GraphError> {
-    outputs.clear();
-    if let [task] = tasks {
-        outputs.push(run_task(graph, state, run, step, 0, task).await?);
+    if let ([task], [slot @ None]) = (tasks, &mut *slots) {
+        *slot = Some(run_task(graph, state, run, step, 0, task).await?);
         return Ok(());
     }
-    let mut slots: Vec<Option<NodeOutput<S>>> = Vec::with_capacity(tasks.len());
     let mut pending = FuturesUnordered::new();
     for (index, task) in tasks.iter().enumerate() {
+        if slots[index].is_some() {
+            continue;
+        }
         let node = &graph.nodes[task.node as usize];
         let plain_sync = matches!(node.action, Action::Sync(_)) && node.policy.retry.is_none();
         if plain_sync {
-            slots.push(Some(run_task(graph, state, run, step, index as u32, task).await?));
+            slots[index] = Some(run_task(graph, state, run, step, index as u32, task).await?);
         } else {
-            slots.push(None);
             pending.push(async move { (index, run_task(graph, state, run, step, index as u32, task).await) });
         }
     }
     while let Some((index, result)) = pending.next().await {
         slots[index] = Some(result?);
     }
-    outputs.extend(slots.into_iter().flatten());
     Ok(())
 }
 

@@ -1,0 +1,31 @@
+//! Checkpoint ids: unique, and ordered by creation time so the newest sorts last.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+static LAST: AtomicU64 = AtomicU64::new(0);
+
+/// A new checkpoint id: 16 hex digits of microseconds since the epoch (made strictly
+/// increasing within the process) and 8 random hex digits, so ids from several processes
+/// writing one thread do not collide.
+///
+/// ```
+/// let a = graphwright::checkpoint::new_checkpoint_id();
+/// let b = graphwright::checkpoint::new_checkpoint_id();
+/// assert!(a < b);
+/// assert_eq!(a.len(), 25);
+/// ```
+#[must_use]
+pub fn new_checkpoint_id() -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+    let mut last = LAST.load(Ordering::Relaxed);
+    let stamp = loop {
+        let next = now.max(last + 1);
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => break next,
+            Err(seen) => last = seen,
+        }
+    };
+    let salt = uuid::Uuid::new_v4().as_u128() as u32;
+    format!("{stamp:016x}-{salt:08x}")
+}

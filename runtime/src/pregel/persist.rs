@@ -1,0 +1,384 @@
+//! Persisting a run on a thread: checkpoints after each step, the writes of finished tasks,
+//! and loading a thread back (its state, its pending tasks, the outputs already saved).
+
+use super::planner::Planner;
+use super::record::{self, At, Body, Decoded};
+use super::Task;
+use crate::checkpoint::{new_checkpoint_id, CheckpointError, CheckpointRecord, Checkpointer, Source, WriteRecord, FORMAT_VERSION};
+use crate::config::Durability;
+use crate::error::GraphError;
+use crate::graph::Inner;
+use crate::node::NodeOutput;
+use crate::state::State;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Snapshots are taken at least this often, to bound how far back a load must fold.
+const MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS: u32 = 256;
+
+/// Holds a thread for one run; a second run on the same thread in this process is refused.
+pub(crate) struct ThreadLock<'g> {
+    busy: &'g Mutex<std::collections::HashSet<Arc<str>>>,
+    thread: Arc<str>,
+}
+
+impl<'g> ThreadLock<'g> {
+    pub(crate) fn acquire(busy: &'g Mutex<std::collections::HashSet<Arc<str>>>, thread: &Arc<str>) -> Result<Self, GraphError> {
+        let mut held = busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !held.insert(Arc::clone(thread)) {
+            return Err(GraphError::ThreadBusy { thread: thread.to_string() });
+        }
+        Ok(Self { busy, thread: Arc::clone(thread) })
+    }
+}
+
+impl Drop for ThreadLock<'_> {
+    fn drop(&mut self) {
+        let mut held = self.busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.remove(&self.thread);
+    }
+}
+
+enum SaveOp {
+    Writes(Vec<WriteRecord>),
+    Put(CheckpointRecord, Option<String>),
+}
+
+/// The background writer of `Durability::Async`: one task that stores records in order.
+struct Writer {
+    queue: mpsc::Sender<SaveOp>,
+    task: JoinHandle<Result<(), CheckpointError>>,
+}
+
+/// The persistence side of one run.
+pub(crate) struct Persist {
+    saver: Arc<dyn Checkpointer>,
+    thread: Arc<str>,
+    durability: Durability,
+    /// The checkpoint whose next tasks are running; their writes are keyed to it.
+    current: String,
+    /// Its step.
+    current_step: i64,
+    /// The newest stored checkpoint of this branch: what the next `put` expects as head.
+    stored_head: Option<String>,
+    writer: Option<Writer>,
+    bytes_since_snapshot: usize,
+    snapshot_len: usize,
+    since_snapshot: u32,
+    /// Tasks of the current step whose writes were loaded from the store, not computed now.
+    pub(crate) loaded: Vec<bool>,
+    /// Checkpoints this run stored (or queued).
+    pub(crate) written: u64,
+}
+
+/// A run ready to continue: its state, its next tasks, and the planner's saved progress.
+pub(crate) struct Resumed<S: State> {
+    pub(crate) persist: Persist,
+    pub(crate) state: S,
+    pub(crate) tasks: Vec<Task>,
+    pub(crate) planner: Planner,
+    /// Outputs already saved for some of `tasks`, by task index.
+    pub(crate) saved: Vec<Option<NodeOutput<S>>>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Persist {
+    fn new(saver: Arc<dyn Checkpointer>, thread: Arc<str>, durability: Durability, head: Option<&CheckpointRecord>) -> Self {
+        let writer = (durability == Durability::Async).then(|| {
+            let (queue, mut rx) = mpsc::channel::<SaveOp>(2);
+            let saver = Arc::clone(&saver);
+            let task = tokio::spawn(async move {
+                while let Some(op) = rx.recv().await {
+                    match op {
+                        SaveOp::Writes(writes) => saver.put_writes(writes).await?,
+                        SaveOp::Put(record, expected) => saver.put(record, expected).await?,
+                    }
+                }
+                Ok(())
+            });
+            Writer { queue, task }
+        });
+        Self {
+            saver,
+            thread,
+            durability,
+            current: head.map(|h| h.id.clone()).unwrap_or_default(),
+            current_step: head.map_or(-2, |h| h.step),
+            stored_head: head.map(|h| h.id.clone()),
+            writer,
+            bytes_since_snapshot: 0,
+            snapshot_len: 0,
+            since_snapshot: 0,
+            loaded: Vec::new(),
+            written: 0,
+        }
+    }
+
+    /// Starts a run from `input` on a thread: stores the input checkpoint (its write is the
+    /// input) and the step-0 checkpoint whose next tasks are the entries.
+    pub(crate) async fn start<S: State, C>(
+        graph: &Inner<S, C>,
+        thread: Arc<str>,
+        durability: Durability,
+        input: S::Update,
+    ) -> Result<(Self, S), GraphError> {
+        let head = graph.saver.get(&thread, None).await?;
+        let mut state = match &head {
+            Some(head) => load_state(graph, &thread, head).await?,
+            None => S::default(),
+        };
+        let mut persist = Self::new(Arc::clone(&graph.saver), thread, durability, head.as_ref());
+        persist.checkpoint(graph, &state, &[], &Planner::new(graph), Source::Input).await?;
+        if durability != Durability::Exit {
+            let write = record::encode_input::<S>(&input)?;
+            persist.store_writes(vec![persist.write_record(0, write)]).await?;
+        }
+        state.apply(input);
+        let entries: Vec<Task> = graph.entries.iter().map(|&n| Task::pull(n)).collect();
+        persist.checkpoint(graph, &state, &entries, &Planner::new(graph), Source::Loop).await?;
+        Ok((persist, state))
+    }
+
+    /// Loads a thread's newest checkpoint to continue its pending tasks.
+    pub(crate) async fn resume<S: State, C>(graph: &Inner<S, C>, thread: Arc<str>, durability: Durability) -> Result<Resumed<S>, GraphError> {
+        let head = graph
+            .saver
+            .get(&thread, None)
+            .await?
+            .ok_or_else(|| GraphError::NothingToResume { thread: thread.to_string(), reason: "it has no checkpoint" })?;
+        let at = At { thread: &thread, checkpoint: &head.id };
+        at.check_format(head.format, "format")?;
+        let body: Body<S> = record::decode_body(graph, &at, &head.body)?;
+        if body.next.is_empty() {
+            return Err(GraphError::NothingToResume { thread: thread.to_string(), reason: "its last run finished" });
+        }
+        let state = match body.state {
+            Some(state) => state,
+            None => load_state(graph, &thread, &head).await?,
+        };
+        let mut saved: Vec<Option<NodeOutput<S>>> = body.next.iter().map(|_| None).collect();
+        for write in graph.saver.writes(&thread, &head.id).await? {
+            at.check_format(write.format, &format!("writes[{}].format", write.task))?;
+            let slot = saved.get_mut(write.task as usize).ok_or_else(|| at.corrupt(format!("writes[{}]", write.task), "no such task"))?;
+            match record::decode_write(graph, &at, write.task, &write.body)? {
+                Decoded::Output(output) => *slot = Some(output),
+                Decoded::Input(_) => return Err(at.corrupt(format!("writes[{}]", write.task), "an input write on a step checkpoint").into()),
+            }
+        }
+        let mut planner = Planner::new(graph);
+        planner.restore(&body.deferred, body.joins);
+        let mut persist = Self::new(Arc::clone(&graph.saver), thread, durability, Some(&head));
+        persist.loaded = saved.iter().map(Option::is_some).collect();
+        Ok(Resumed { persist, state, tasks: body.next, planner, saved })
+    }
+
+    /// The step of the checkpoint whose tasks run next.
+    pub(crate) fn step(&self) -> i64 {
+        self.current_step
+    }
+
+    fn write_record(&self, task: u32, body: Vec<u8>) -> WriteRecord {
+        WriteRecord { thread_id: self.thread.to_string(), checkpoint_id: self.current.clone(), task, index: 0, format: FORMAT_VERSION, body }
+    }
+
+    /// Saves the writes of the step's tasks that finished now (not those loaded from the store).
+    pub(crate) async fn save_outputs<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        tasks: &[Task],
+        outputs: &[Option<NodeOutput<S>>],
+    ) -> Result<(), GraphError> {
+        if self.durability == Durability::Exit {
+            return Ok(());
+        }
+        self.encode_and_store_outputs(graph, tasks, outputs).await
+    }
+
+    async fn encode_and_store_outputs<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        tasks: &[Task],
+        outputs: &[Option<NodeOutput<S>>],
+    ) -> Result<(), GraphError> {
+        let mut writes = Vec::new();
+        for (i, (task, output)) in tasks.iter().zip(outputs).enumerate() {
+            if let (Some(output), false) = (output, self.loaded.get(i).copied().unwrap_or(false)) {
+                let body = record::encode_write(graph, task, output)?;
+                self.bytes_since_snapshot += body.len();
+                writes.push(self.write_record(i as u32, body));
+            }
+        }
+        self.loaded.clear();
+        if writes.is_empty() {
+            return Ok(());
+        }
+        self.store_writes(writes).await
+    }
+
+    /// Stores the checkpoint after a step: the next tasks, and the state when a snapshot is due.
+    pub(crate) async fn checkpoint<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        next: &[Task],
+        planner: &Planner,
+        source: Source,
+    ) -> Result<(), GraphError> {
+        self.current_step += 1;
+        if self.durability == Durability::Exit {
+            return Ok(());
+        }
+        self.put_checkpoint(graph, state, next, planner, source, false).await
+    }
+
+    async fn put_checkpoint<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        next: &[Task],
+        planner: &Planner,
+        source: Source,
+        force_snapshot: bool,
+    ) -> Result<(), GraphError> {
+        // An input checkpoint always holds a snapshot, so rebuilding a state never folds the
+        // leftover writes of a step that failed before a new input restarted the thread.
+        let snapshot = force_snapshot
+            || source == Source::Input
+            || self.stored_head.is_none()
+            || self.bytes_since_snapshot >= self.snapshot_len
+            || self.since_snapshot >= MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS;
+        let (deferred, joins) = planner.saved();
+        let body = record::encode_body(graph, snapshot.then_some(state), next, &deferred, &joins)?;
+        if snapshot {
+            self.snapshot_len = body.len();
+            self.bytes_since_snapshot = 0;
+            self.since_snapshot = 0;
+        } else {
+            self.since_snapshot += 1;
+        }
+        let id = new_checkpoint_id();
+        let record = CheckpointRecord {
+            thread_id: self.thread.to_string(),
+            id: id.clone(),
+            parent_id: self.stored_head.clone(),
+            step: self.current_step,
+            source,
+            created_at_ms: now_ms(),
+            format: FORMAT_VERSION,
+            body,
+        };
+        let expected = self.stored_head.replace(id.clone());
+        self.current = id;
+        self.written += 1;
+        if self.writer.is_some() {
+            return self.enqueue(SaveOp::Put(record, expected)).await;
+        }
+        Ok(self.saver.put(record, expected).await?)
+    }
+
+    async fn store_writes(&mut self, writes: Vec<WriteRecord>) -> Result<(), GraphError> {
+        if self.writer.is_some() {
+            return self.enqueue(SaveOp::Writes(writes)).await;
+        }
+        Ok(self.saver.put_writes(writes).await?)
+    }
+
+    /// Hands `op` to the background writer; if the writer stopped, reports why.
+    async fn enqueue(&mut self, op: SaveOp) -> Result<(), GraphError> {
+        let sent = match &self.writer {
+            Some(writer) => writer.queue.send(op).await.is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        self.drain().await?;
+        Err(writer_gone())
+    }
+
+    /// Ends the run: waits for background saves, or (under `Exit`) stores the final checkpoint.
+    pub(crate) async fn finish<S: State, C>(mut self, graph: &Inner<S, C>, state: &S, planner: &Planner) -> Result<u64, GraphError> {
+        if self.durability == Durability::Exit {
+            self.put_checkpoint(graph, state, &[], planner, Source::Loop, true).await?;
+        }
+        self.drain().await?;
+        Ok(self.written)
+    }
+
+    /// Ends a failed step: the writes of the tasks that finished are kept so a resume does not
+    /// run them again. Under `Exit` the checkpoint they belong to is stored first.
+    pub(crate) async fn fail<S: State, C>(
+        mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        tasks: &[Task],
+        outputs: &[Option<NodeOutput<S>>],
+        planner: &Planner,
+    ) -> Result<(), GraphError> {
+        if self.durability == Durability::Exit {
+            self.put_checkpoint(graph, state, tasks, planner, Source::Loop, true).await?;
+        }
+        self.encode_and_store_outputs(graph, tasks, outputs).await?;
+        self.drain().await
+    }
+
+    /// Ends a run stopped between steps (the recursion limit, a rejected merge): the
+    /// pending tasks stay in the stored checkpoint for a later `resume`.
+    pub(crate) async fn abort<S: State, C>(mut self, graph: &Inner<S, C>, state: &S, tasks: &[Task], planner: &Planner) -> Result<(), GraphError> {
+        if self.durability == Durability::Exit {
+            self.put_checkpoint(graph, state, tasks, planner, Source::Loop, true).await?;
+        }
+        self.drain().await
+    }
+
+    async fn drain(&mut self) -> Result<(), GraphError> {
+        if let Some(Writer { queue, task }) = self.writer.take() {
+            drop(queue);
+            task.await.map_err(|e| CheckpointError::backend("stored checkpoints in the background", e))??;
+        }
+        Ok(())
+    }
+}
+
+fn writer_gone() -> GraphError {
+    GraphError::Checkpoint(CheckpointError::backend("stored checkpoints in the background", "the background writer stopped"))
+}
+
+/// Rebuilds the state at `record`: its snapshot, or the nearest snapshot before it with the
+/// writes of every step since folded in.
+pub(crate) async fn load_state<S: State, C>(graph: &Inner<S, C>, thread: &str, record: &CheckpointRecord) -> Result<S, GraphError> {
+    let mut chain = Vec::new();
+    let mut cursor = record.clone();
+    let base = loop {
+        let at = At { thread, checkpoint: &cursor.id };
+        at.check_format(cursor.format, "format")?;
+        let body: Body<S> = record::decode_body(graph, &at, &cursor.body)?;
+        if let Some(state) = body.state {
+            break state;
+        }
+        let parent_id = cursor.parent_id.clone().ok_or_else(|| at.corrupt("parent", "no snapshot before this checkpoint"))?;
+        let parent = graph
+            .saver
+            .get(thread, Some(&parent_id))
+            .await?
+            .ok_or_else(|| at.corrupt("parent", format!("its parent {parent_id} is missing")))?;
+        chain.push(parent.id.clone());
+        cursor = parent;
+    };
+    let mut state = base;
+    for checkpoint in chain.iter().rev() {
+        let at = At { thread, checkpoint };
+        for write in graph.saver.writes(thread, checkpoint).await? {
+            match record::decode_write(graph, &at, write.task, &write.body)? {
+                Decoded::Input(update) => state.apply(update),
+                Decoded::Output(output) => state.apply(output.update),
+            }
+        }
+    }
+    Ok(state)
+}

@@ -1,0 +1,177 @@
+//! Runs on a thread: checkpoints per step in every durability mode, history, and resuming
+//! after a failure without running finished tasks again.
+
+use graphwright::checkpoint::{CheckpointRecord, Checkpointer, ListFilter};
+use graphwright::prelude::*;
+use graphwright::{Durability, MemorySaver};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+#[graph]
+mod chain {
+    use super::*;
+
+    #[state]
+    pub struct State {
+        pub counter: i64,
+    }
+
+    #[node(entry, next = b)]
+    fn a(state: &State) -> StateUpdate {
+        StateUpdate::new().counter(state.counter + 1)
+    }
+
+    #[node(next = c)]
+    fn b(state: &State) -> StateUpdate {
+        StateUpdate::new().counter(state.counter + 1)
+    }
+
+    #[node(next = END)]
+    fn c(state: &State) -> StateUpdate {
+        StateUpdate::new().counter(state.counter + 1)
+    }
+}
+
+static FAST_CALLS: AtomicUsize = AtomicUsize::new(0);
+static FLAKY_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+#[graph]
+mod siblings {
+    use super::*;
+
+    #[state]
+    pub struct State {
+        #[reducer(append)]
+        pub done: Vec<String>,
+    }
+
+    #[node(entry, next = [fast, flaky])]
+    fn fan(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+
+    #[node(next = END)]
+    fn fast(_state: &State) -> StateUpdate {
+        FAST_CALLS.fetch_add(1, Ordering::SeqCst);
+        StateUpdate::new().done(vec!["fast".into()])
+    }
+
+    #[node(next = END)]
+    async fn flaky(_state: &State) -> Result<StateUpdate, NodeError> {
+        tokio::task::yield_now().await;
+        if FLAKY_CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(NodeError::msg("the service is down"));
+        }
+        Ok(StateUpdate::new().done(vec!["flaky".into()]))
+    }
+}
+
+async fn count(saver: &MemorySaver, thread: &str) -> usize {
+    saver.list(thread, &ListFilter::default()).await.unwrap().len()
+}
+
+#[tokio::test]
+async fn every_durability_mode_checkpoints_as_documented() {
+    for (durability, expected) in [(Durability::Sync, 5), (Durability::Async, 5), (Durability::Exit, 1)] {
+        let saver = Arc::new(MemorySaver::new());
+        let app = chain::graph().shared_checkpointer(saver.clone()).compile().unwrap();
+        let cfg = RunConfig::thread("t").durability(durability);
+        let out = app.invoke(chain::State { counter: 0 }, &cfg).await.unwrap();
+        assert_eq!(out.state.counter, 3);
+        assert_eq!(count(&saver, "t").await, expected, "{durability:?}: K + 2 checkpoints (K = 3 steps), or 1 at exit");
+        let latest = app.get_state(&cfg).await.unwrap().unwrap();
+        assert_eq!(latest.state.counter, 3, "{durability:?}");
+        assert!(latest.next.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn history_is_newest_first_with_steps_and_sources() {
+    let app = chain::graph().compile().unwrap();
+    let cfg = RunConfig::thread("h");
+    app.invoke(chain::State { counter: 10 }, &cfg).await.unwrap();
+    let history = app.state_history(&cfg).await.unwrap();
+    let steps: Vec<i64> = history.iter().map(|s| s.step).collect();
+    assert_eq!(steps, [3, 2, 1, 0, -1]);
+    let counters: Vec<i64> = history.iter().map(|s| s.state.counter).collect();
+    assert_eq!(counters, [13, 12, 11, 10, 0]);
+    assert_eq!(history[3].next, ["a"]);
+    assert_eq!(history[4].source, graphwright::checkpoint::Source::Input);
+    for pair in history.windows(2) {
+        assert_eq!(pair[0].parent_id.as_deref(), Some(pair[1].checkpoint_id.as_str()));
+    }
+
+    // A second input on the same thread continues from its state.
+    let again = app.invoke(chain::StateUpdate::new(), &cfg).await.unwrap();
+    assert_eq!(again.state.counter, 16);
+}
+
+#[tokio::test]
+async fn resume_after_a_sibling_failed_does_not_rerun_the_finished_task() {
+    for durability in [Durability::Sync, Durability::Async, Durability::Exit] {
+        FAST_CALLS.store(0, Ordering::SeqCst);
+        FLAKY_CALLS.store(0, Ordering::SeqCst);
+        let app = siblings::graph().compile().unwrap();
+        let cfg = RunConfig::thread("s").durability(durability);
+        let error = app.invoke(siblings::State::default(), &cfg).await.unwrap_err();
+        assert!(matches!(&error, GraphError::Node { node, .. } if node == "flaky"), "{error}");
+        let paused = app.get_state(&cfg).await.unwrap().unwrap();
+        assert_eq!(paused.next, ["fast", "flaky"], "{durability:?}");
+        assert!(paused.state.done.is_empty(), "nothing of the failed step is applied");
+
+        let out = app.resume(&cfg).await.unwrap();
+        assert_eq!(out.state.done, ["fast", "flaky"], "{durability:?}");
+        assert_eq!(FAST_CALLS.load(Ordering::SeqCst), 1, "{durability:?}: the finished task ran once");
+        assert_eq!(FLAKY_CALLS.load(Ordering::SeqCst), 2);
+        let error = app.resume(&cfg).await.unwrap_err();
+        assert!(matches!(error, GraphError::NothingToResume { .. }), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn a_second_run_on_a_busy_thread_is_rejected() {
+    #[graph]
+    mod slow {
+        use super::*;
+
+        #[state]
+        pub struct State {
+            pub n: u32,
+        }
+
+        #[node(entry, next = END)]
+        async fn wait(_state: &State) -> StateUpdate {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            StateUpdate::new().n(1)
+        }
+    }
+    let app = slow::graph().compile().unwrap();
+    let cfg = RunConfig::thread("busy");
+    let (first, second) = tokio::join!(app.invoke(slow::State::default(), &cfg), async {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        app.invoke(slow::State::default(), &cfg).await
+    });
+    assert_eq!(first.unwrap().state.n, 1);
+    assert!(matches!(second.unwrap_err(), GraphError::ThreadBusy { thread } if thread == "busy"));
+    assert!(app.invoke(slow::State::default(), &cfg).await.is_ok(), "the thread is free again");
+}
+
+#[tokio::test]
+async fn thread_operations_need_a_thread_and_report_corrupt_records() {
+    let saver = Arc::new(MemorySaver::new());
+    let app = chain::graph().shared_checkpointer(saver.clone()).compile().unwrap();
+    let error = app.resume(&RunConfig::default()).await.unwrap_err();
+    assert!(matches!(error, GraphError::NoThread { .. }), "{error}");
+    assert!(app.get_state(&RunConfig::thread("none")).await.unwrap().is_none());
+    let error = app.resume(&RunConfig::thread("none")).await.unwrap_err();
+    assert!(matches!(error, GraphError::NothingToResume { .. }), "{error}");
+
+    let cfg = RunConfig::thread("c");
+    app.invoke(chain::State::default(), &cfg).await.unwrap();
+    let head = saver.get("c", None).await.unwrap().unwrap();
+    let damaged = CheckpointRecord { id: format!("{}z", head.id), parent_id: Some(head.id.clone()), body: b"{\"state\":{\"counter\":\"x\"},\"next\":[]}".to_vec(), ..head.clone() };
+    saver.put(damaged.clone(), Some(head.id.clone())).await.unwrap();
+    let error = app.get_state(&cfg).await.unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains(&damaged.id) && text.contains("thread `c`") && text.contains("`state`"), "{text}");
+}
