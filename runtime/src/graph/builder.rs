@@ -276,6 +276,13 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                 invalid.push(format!("an edge cannot start at END (edge END -> `{to}`)"));
             } else if to == START {
                 invalid.push(format!("an edge cannot lead to START (edge `{from}` -> START)"));
+            } else if from == START && to == END {
+                invalid.push("an edge from START must lead to a node, not to END".to_owned());
+            } else if from == START && !index.contains_key(to.as_str()) {
+                // An entry edge belongs to no node, so the wiring rules cannot report it.
+                let near = graphwright_wiring::closest(to, self.nodes.iter().map(|e| &*e.name));
+                let hint = near.map(|n| format!("; did you mean `{n}`?")).unwrap_or_default();
+                invalid.push(format!("edge START -> `{to}` leads to no node named `{to}`{hint}"));
             } else if from != START && !index.contains_key(from.as_str()) {
                 invalid.push(format!("edge `{from}` -> `{to}` starts at no node named `{from}`"));
             }
