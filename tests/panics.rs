@@ -4,8 +4,6 @@ use graphwright::prelude::*;
 
 #[graph]
 mod fragile {
-    use super::*;
-
     #[state]
     pub struct State {
         pub mode: u8,
@@ -36,8 +34,6 @@ mod fragile {
 
 #[graph]
 mod fragile_sync {
-    use super::*;
-
     #[state]
     pub struct State {
         pub divisor: i64,

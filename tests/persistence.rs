@@ -9,8 +9,6 @@ use std::sync::Arc;
 
 #[graph]
 mod chain {
-    use super::*;
-
     #[state]
     pub struct State {
         pub counter: i64,
@@ -132,8 +130,6 @@ async fn resume_after_a_sibling_failed_does_not_rerun_the_finished_task() {
 async fn a_second_run_on_a_busy_thread_is_rejected() {
     #[graph]
     mod slow {
-        use super::*;
-
         #[state]
         pub struct State {
             pub n: u32,
@@ -170,7 +166,7 @@ async fn thread_operations_need_a_thread_and_report_corrupt_records() {
     app.invoke(chain::State::default(), &cfg).await.unwrap();
     let head = saver.get("c", None).await.unwrap().unwrap();
     let damaged = CheckpointRecord { id: format!("{}z", head.id), parent_id: Some(head.id.clone()), body: b"{\"state\":{\"counter\":\"x\"},\"next\":[]}".to_vec(), ..head.clone() };
-    saver.put(damaged.clone(), Some(head.id.clone())).await.unwrap();
+    saver.put(damaged.clone(), Some(head.id.clone()), Vec::new()).await.unwrap();
     let error = app.get_state(&cfg).await.unwrap_err();
     let text = error.to_string();
     assert!(text.contains(&damaged.id) && text.contains("thread `c`") && text.contains("`state`"), "{text}");

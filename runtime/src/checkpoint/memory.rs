@@ -38,12 +38,21 @@ impl MemorySaver {
 }
 
 impl Checkpointer for MemorySaver {
-    fn put(&self, record: CheckpointRecord, expected_head: Option<String>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    fn put(
+        &self,
+        record: CheckpointRecord,
+        expected_head: Option<String>,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'_, Result<(), CheckpointError>> {
         let result = self.with_threads(|threads| {
             let thread = threads.entry(record.thread_id.clone()).or_default();
             let head = thread.checkpoints.keys().next_back().cloned();
             if head != expected_head {
                 return Err(CheckpointError::Conflict { thread: record.thread_id.clone(), expected: expected_head, found: head });
+            }
+            for write in writes {
+                let key = (write.checkpoint_id.clone(), write.task, write.index);
+                thread.writes.entry(key).or_insert(write);
             }
             thread.checkpoints.insert(record.id.clone(), record);
             Ok(())

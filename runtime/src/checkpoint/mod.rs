@@ -13,10 +13,12 @@
 mod error;
 mod id;
 mod memory;
+mod sqlite;
 
 pub use error::CheckpointError;
 pub use id::new_checkpoint_id;
 pub use memory::MemorySaver;
+pub use sqlite::SqliteSaver;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -118,8 +120,14 @@ pub struct ListFilter {
 /// the id of the thread's newest checkpoint (or `None` for a thread with none), so two runs
 /// that raced on one thread cannot both extend it, even from different processes.
 pub trait Checkpointer: Send + Sync + 'static {
-    /// Stores `record` if the thread's newest checkpoint is still `expected_head`.
-    fn put(&self, record: CheckpointRecord, expected_head: Option<String>) -> BoxFuture<'_, Result<(), CheckpointError>>;
+    /// Stores `record`, and `writes` with it in the same transaction, if the thread's newest
+    /// checkpoint is still `expected_head`; stores nothing otherwise.
+    fn put(
+        &self,
+        record: CheckpointRecord,
+        expected_head: Option<String>,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'_, Result<(), CheckpointError>>;
 
     /// Stores writes of finished tasks; a write already stored under the same key is kept as it was.
     fn put_writes(&self, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>>;

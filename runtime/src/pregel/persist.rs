@@ -43,7 +43,7 @@ impl Drop for ThreadLock<'_> {
 
 enum SaveOp {
     Writes(Vec<WriteRecord>),
-    Put(CheckpointRecord, Option<String>),
+    Put(CheckpointRecord, Option<String>, Vec<WriteRecord>),
 }
 
 /// The background writer of `Durability::Async`: one task that stores records in order.
@@ -71,6 +71,9 @@ pub(crate) struct Persist {
     pub(crate) loaded: Vec<bool>,
     /// Checkpoints this run stored (or queued).
     pub(crate) written: u64,
+    /// Writes of a one-task step, stored in the same transaction as the checkpoint after it:
+    /// with no sibling to protect, one commit per step is enough.
+    held: Vec<WriteRecord>,
 }
 
 /// A run ready to continue: its state, its next tasks, and the planner's saved progress.
@@ -96,7 +99,7 @@ impl Persist {
                 while let Some(op) = rx.recv().await {
                     match op {
                         SaveOp::Writes(writes) => saver.put_writes(writes).await?,
-                        SaveOp::Put(record, expected) => saver.put(record, expected).await?,
+                        SaveOp::Put(record, expected, writes) => saver.put(record, expected, writes).await?,
                     }
                 }
                 Ok(())
@@ -116,6 +119,7 @@ impl Persist {
             since_snapshot: 0,
             loaded: Vec::new(),
             written: 0,
+            held: Vec::new(),
         }
     }
 
@@ -217,6 +221,10 @@ impl Persist {
         if writes.is_empty() {
             return Ok(());
         }
+        if tasks.len() == 1 {
+            self.held.append(&mut writes);
+            return Ok(());
+        }
         self.store_writes(writes).await
     }
 
@@ -275,10 +283,11 @@ impl Persist {
         let expected = self.stored_head.replace(id.clone());
         self.current = id;
         self.written += 1;
+        let writes = std::mem::take(&mut self.held);
         if self.writer.is_some() {
-            return self.enqueue(SaveOp::Put(record, expected)).await;
+            return self.enqueue(SaveOp::Put(record, expected, writes)).await;
         }
-        Ok(self.saver.put(record, expected).await?)
+        Ok(self.saver.put(record, expected, writes).await?)
     }
 
     async fn store_writes(&mut self, writes: Vec<WriteRecord>) -> Result<(), GraphError> {
@@ -324,6 +333,10 @@ impl Persist {
             self.put_checkpoint(graph, state, tasks, planner, Source::Loop, true).await?;
         }
         self.encode_and_store_outputs(graph, tasks, outputs).await?;
+        let held = std::mem::take(&mut self.held);
+        if !held.is_empty() {
+            self.store_writes(held).await?;
+        }
         self.drain().await
     }
 

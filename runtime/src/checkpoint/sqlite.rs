@@ -1,0 +1,304 @@
+//! The SQLite checkpointer: one file, the embedded default for durable runs.
+
+use super::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, WriteRecord};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// The schema this version writes and reads; stored in `graphwright_meta`.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS graphwright_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    thread_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    parent_id TEXT,
+    step INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    format INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (thread_id, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS writes (
+    thread_id TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    format INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_id, task, idx)
+) WITHOUT ROWID;
+";
+
+/// Keeps checkpoints in one SQLite file in WAL mode, with every commit synced (`synchronous =
+/// FULL`), so a checkpoint that was stored survives a crash of the process or the machine.
+///
+/// rusqlite with SQLite compiled in (`bundled`): no system library to match, one file to back
+/// up, and calls that go straight to SQLite without a driver's connection pool in between.
+/// Calls run on tokio's blocking pool, so a slow disk never stalls the async workers.
+///
+/// ```
+/// use graphwright::checkpoint::SqliteSaver;
+///
+/// let dir = std::env::temp_dir().join(format!("graphwright-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let saver = SqliteSaver::open(dir.join("agent.db"))?;
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct SqliteSaver {
+    connection: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteSaver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteSaver").finish_non_exhaustive()
+    }
+}
+
+impl SqliteSaver {
+    /// Opens (or creates) the database at `path` and its tables.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
+        let path = path.as_ref();
+        let connection = Connection::open(path)
+            .map_err(|e| CheckpointError::backend(format!("opened {}", path.display()), e))?;
+        Self::from_connection(connection)
+    }
+
+    /// Uses an open connection (for example one opened with custom flags).
+    pub fn from_connection(connection: Connection) -> Result<Self, CheckpointError> {
+        let setup = |c: &Connection| -> rusqlite::Result<Option<i64>> {
+            c.pragma_update(None, "journal_mode", "WAL")?;
+            c.pragma_update(None, "synchronous", "FULL")?;
+            c.busy_timeout(std::time::Duration::from_secs(5))?;
+            c.execute_batch(SCHEMA)?;
+            c.execute(
+                "INSERT OR IGNORE INTO graphwright_meta (key, value) VALUES ('schema_version', ?1)",
+                [SCHEMA_VERSION],
+            )?;
+            c.query_row("SELECT value FROM graphwright_meta WHERE key = 'schema_version'", [], |r| r.get(0)).optional()
+        };
+        let version = setup(&connection).map_err(|e| CheckpointError::backend("set up the checkpoint tables", e))?;
+        if version != Some(SCHEMA_VERSION) {
+            return Err(CheckpointError::backend(
+                "checked the schema version",
+                format!("the file has schema version {version:?}; this version of graphwright reads {SCHEMA_VERSION}"),
+            ));
+        }
+        Ok(Self { connection: Arc::new(Mutex::new(connection)) })
+    }
+
+    /// Runs `f` on the connection on the blocking pool.
+    fn call<T, F>(&self, operation: String, f: F) -> BoxFuture<'static, Result<T, CheckpointError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, CheckpointError> + Send + 'static,
+    {
+        let connection = Arc::clone(&self.connection);
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let mut guard = connection.lock().map_err(|_| CheckpointError::backend(operation.clone(), "the connection lock is poisoned"))?;
+                f(&mut guard)
+            })
+            .await
+            .map_err(|e| CheckpointError::backend("ran a database call", e))?
+        }
+        .boxed()
+    }
+}
+
+fn sql(operation: &str) -> impl Fn(rusqlite::Error) -> CheckpointError + '_ {
+    move |e| CheckpointError::backend(operation.to_owned(), e)
+}
+
+fn insert_writes(tx: &rusqlite::Transaction<'_>, writes: &[WriteRecord]) -> rusqlite::Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT OR IGNORE INTO writes (thread_id, checkpoint_id, task, idx, format, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for w in writes {
+        insert.execute(params![w.thread_id, w.checkpoint_id, w.task, w.index, w.format, w.body])?;
+    }
+    Ok(())
+}
+
+/// Reads a checkpoint row, naming the column that does not hold what it should.
+fn checkpoint_row(row: &Row<'_>) -> rusqlite::Result<Result<CheckpointRecord, CheckpointError>> {
+    let thread_id: String = row.get(0)?;
+    let id: String = row.get(1)?;
+    let corrupt = |field: &str, reason: String| CheckpointError::Corrupt {
+        thread: thread_id.clone(),
+        checkpoint: id.clone(),
+        field: field.to_owned(),
+        reason,
+    };
+    let parent_id: Option<String> = match row.get(2) {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(corrupt("parent_id", e.to_string()))),
+    };
+    let step: i64 = match row.get(3) {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(corrupt("step", e.to_string()))),
+    };
+    let source = match row.get::<_, String>(4).map(|s| (Source::parse(&s), s)) {
+        Ok((Some(source), _)) => source,
+        Ok((None, name)) => return Ok(Err(corrupt("source", format!("unknown source {name:?}")))),
+        Err(e) => return Ok(Err(corrupt("source", e.to_string()))),
+    };
+    let created_at_ms = match row.get::<_, i64>(5).map(u64::try_from) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => return Ok(Err(corrupt("created_at_ms", e.to_string()))),
+        Err(e) => return Ok(Err(corrupt("created_at_ms", e.to_string()))),
+    };
+    let format = match row.get::<_, i64>(6).map(u16::try_from) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => return Ok(Err(corrupt("format", e.to_string()))),
+        Err(e) => return Ok(Err(corrupt("format", e.to_string()))),
+    };
+    let body: Vec<u8> = match row.get(7) {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(corrupt("body", e.to_string()))),
+    };
+    Ok(Ok(CheckpointRecord { thread_id, id, parent_id, step, source, created_at_ms, format, body }))
+}
+
+const SELECT_CHECKPOINT: &str =
+    "SELECT thread_id, id, parent_id, step, source, created_at_ms, format, body FROM checkpoints";
+
+impl Checkpointer for SqliteSaver {
+    fn put(
+        &self,
+        record: CheckpointRecord,
+        expected_head: Option<String>,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'_, Result<(), CheckpointError>> {
+        let operation = format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id);
+        self.call(operation.clone(), move |c| {
+            let op = operation.as_str();
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(op))?;
+            let head: Option<String> = tx
+                .query_row("SELECT max(id) FROM checkpoints WHERE thread_id = ?1", [&record.thread_id], |r| r.get(0))
+                .map_err(sql(op))?;
+            if head != expected_head {
+                return Err(CheckpointError::Conflict { thread: record.thread_id, expected: expected_head, found: head });
+            }
+            insert_writes(&tx, &writes).map_err(sql(op))?;
+            tx.execute(
+                "INSERT INTO checkpoints (thread_id, id, parent_id, step, source, created_at_ms, format, body) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    record.thread_id,
+                    record.id,
+                    record.parent_id,
+                    record.step,
+                    record.source.as_str(),
+                    i64::try_from(record.created_at_ms).unwrap_or(i64::MAX),
+                    record.format,
+                    record.body
+                ],
+            )
+            .map_err(sql(op))?;
+            tx.commit().map_err(sql(op))
+        })
+    }
+
+    fn put_writes(&self, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+        let operation = format!("stored {} task write(s)", writes.len());
+        self.call(operation.clone(), move |c| {
+            let tx = c.transaction().map_err(sql(&operation))?;
+            insert_writes(&tx, &writes).map_err(sql(&operation))?;
+            tx.commit().map_err(sql(&operation))
+        })
+    }
+
+    fn get<'a>(&'a self, thread: &'a str, id: Option<&'a str>) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
+        let (thread, id) = (thread.to_owned(), id.map(str::to_owned));
+        let operation = format!("read thread `{thread}`");
+        self.call(operation.clone(), move |c| {
+            let row = match &id {
+                Some(id) => c
+                    .query_row(&format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 AND id = ?2"), [&thread, id], checkpoint_row)
+                    .optional(),
+                None => c
+                    .query_row(&format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1"), [&thread], checkpoint_row)
+                    .optional(),
+            };
+            row.map_err(sql(&operation))?.transpose()
+        })
+    }
+
+    fn list<'a>(&'a self, thread: &'a str, filter: &'a ListFilter) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
+        let thread = thread.to_owned();
+        let filter = filter.clone();
+        let operation = format!("listed thread `{thread}`");
+        self.call(operation.clone(), move |c| {
+            let limit = filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+            let mut statement = c
+                .prepare_cached(&format!(
+                    "{SELECT_CHECKPOINT} WHERE thread_id = ?1 AND (?2 IS NULL OR id < ?2) AND (?3 IS NULL OR source = ?3) \
+                     ORDER BY id DESC LIMIT ?4"
+                ))
+                .map_err(sql(&operation))?;
+            let rows = statement
+                .query_map(params![thread, filter.before, filter.source.map(Source::as_str), limit], checkpoint_row)
+                .map_err(sql(&operation))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row.map_err(sql(&operation))??);
+            }
+            Ok(out)
+        })
+    }
+
+    fn writes<'a>(&'a self, thread: &'a str, checkpoint: &'a str) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
+        let (thread, checkpoint) = (thread.to_owned(), checkpoint.to_owned());
+        let operation = format!("read the writes of checkpoint {checkpoint} of thread `{thread}`");
+        self.call(operation.clone(), move |c| {
+            let mut statement = c
+                .prepare_cached(
+                    "SELECT task, idx, format, body FROM writes WHERE thread_id = ?1 AND checkpoint_id = ?2 ORDER BY task, idx",
+                )
+                .map_err(sql(&operation))?;
+            let rows = statement
+                .query_map([&thread, &checkpoint], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, Vec<u8>>(3)))
+                })
+                .map_err(sql(&operation))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (task, index, format, body) = row.map_err(sql(&operation))?;
+                let corrupt = |field: &str, reason: String| CheckpointError::Corrupt {
+                    thread: thread.clone(),
+                    checkpoint: checkpoint.clone(),
+                    field: format!("writes[{task}].{field}"),
+                    reason,
+                };
+                let body = body.map_err(|e| corrupt("body", e.to_string()))?;
+                out.push(WriteRecord {
+                    thread_id: thread.clone(),
+                    checkpoint_id: checkpoint.clone(),
+                    task: u32::try_from(task).map_err(|e| corrupt("task", e.to_string()))?,
+                    index: u32::try_from(index).map_err(|e| corrupt("idx", e.to_string()))?,
+                    format: u16::try_from(format).map_err(|e| corrupt("format", e.to_string()))?,
+                    body,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        let thread = thread.to_owned();
+        let operation = format!("deleted thread `{thread}`");
+        self.call(operation.clone(), move |c| {
+            let tx = c.transaction().map_err(sql(&operation))?;
+            tx.execute("DELETE FROM writes WHERE thread_id = ?1", [&thread]).map_err(sql(&operation))?;
+            tx.execute("DELETE FROM checkpoints WHERE thread_id = ?1", [&thread]).map_err(sql(&operation))?;
+            tx.commit().map_err(sql(&operation))
+        })
+    }
+}

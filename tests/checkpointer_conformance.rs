@@ -1,0 +1,204 @@
+//! One conformance suite, run against every checkpointer: the storage contract itself, then
+//! whole runs on a thread in every durability mode. SQLite runs on a real file.
+
+use graphwright::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, SqliteSaver, WriteRecord, FORMAT_VERSION};
+use graphwright::prelude::*;
+use graphwright::{Durability, MemorySaver};
+use std::sync::{Arc, Mutex};
+
+fn record(thread: &str, id: &str, parent: Option<&str>, step: i64, source: Source) -> CheckpointRecord {
+    CheckpointRecord {
+        thread_id: thread.into(),
+        id: id.into(),
+        parent_id: parent.map(Into::into),
+        step,
+        source,
+        created_at_ms: 1_700_000_000_000 + step.unsigned_abs(),
+        format: FORMAT_VERSION,
+        body: format!("{{\"step\":{step}}}").into_bytes(),
+    }
+}
+
+fn write(thread: &str, checkpoint: &str, task: u32, body: &str) -> WriteRecord {
+    WriteRecord { thread_id: thread.into(), checkpoint_id: checkpoint.into(), task, index: 0, format: FORMAT_VERSION, body: body.as_bytes().to_vec() }
+}
+
+async fn put_get_and_list(saver: &dyn Checkpointer) {
+    assert_eq!(saver.get("t", None).await.unwrap(), None);
+    saver.put(record("t", "a1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
+    saver.put(record("t", "a2", Some("a1"), 0, Source::Loop), Some("a1".into()), Vec::new()).await.unwrap();
+    saver.put(record("t", "a3", Some("a2"), 1, Source::Loop), Some("a2".into()), Vec::new()).await.unwrap();
+    saver.put(record("other", "b1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
+
+    assert_eq!(saver.get("t", None).await.unwrap().unwrap(), record("t", "a3", Some("a2"), 1, Source::Loop));
+    assert_eq!(saver.get("t", Some("a1")).await.unwrap().unwrap().step, -1);
+    assert_eq!(saver.get("t", Some("b1")).await.unwrap(), None, "ids are per thread");
+    let ids = |list: Vec<CheckpointRecord>| list.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(ids(saver.list("t", &ListFilter::default()).await.unwrap()), ["a3", "a2", "a1"]);
+    let before = ListFilter { before: Some("a3".into()), limit: Some(1), ..ListFilter::default() };
+    assert_eq!(ids(saver.list("t", &before).await.unwrap()), ["a2"]);
+    let inputs = ListFilter { source: Some(Source::Input), ..ListFilter::default() };
+    assert_eq!(ids(saver.list("t", &inputs).await.unwrap()), ["a1"]);
+    assert!(saver.list("nobody", &ListFilter::default()).await.unwrap().is_empty());
+}
+
+async fn put_is_a_compare_and_set_on_the_head(saver: &dyn Checkpointer) {
+    saver.put(record("c", "x1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
+    let stale = saver.put(record("c", "x2", Some("x1"), 0, Source::Loop), None, vec![write("c", "x1", 0, "{}")]).await;
+    assert!(matches!(stale, Err(CheckpointError::Conflict { ref found, .. }) if found.as_deref() == Some("x1")), "{stale:?}");
+    assert!(saver.writes("c", "x1").await.unwrap().is_empty(), "a rejected put stores none of its writes");
+    saver.put(record("c", "x2", Some("x1"), 0, Source::Loop), Some("x1".into()), vec![write("c", "x1", 0, "{}")]).await.unwrap();
+    assert_eq!(saver.writes("c", "x1").await.unwrap().len(), 1, "writes go in with their checkpoint");
+}
+
+async fn writes_are_idempotent_and_ordered(saver: &dyn Checkpointer) {
+    saver.put(record("w", "k1", None, 0, Source::Loop), None, Vec::new()).await.unwrap();
+    saver.put_writes(vec![write("w", "k1", 2, "two"), write("w", "k1", 0, "zero")]).await.unwrap();
+    saver.put_writes(vec![write("w", "k1", 0, "zero again"), write("w", "k1", 1, "one")]).await.unwrap();
+    let stored: Vec<(u32, Vec<u8>)> = saver.writes("w", "k1").await.unwrap().into_iter().map(|w| (w.task, w.body)).collect();
+    assert_eq!(stored, [(0, b"zero".to_vec()), (1, b"one".to_vec()), (2, b"two".to_vec())]);
+    assert!(saver.writes("w", "k2").await.unwrap().is_empty());
+}
+
+async fn delete_removes_one_thread_only(saver: &dyn Checkpointer) {
+    for thread in ["d1", "d2"] {
+        saver.put(record(thread, "z1", None, 0, Source::Loop), None, vec![write(thread, "z1", 0, "{}")]).await.unwrap();
+    }
+    saver.delete_thread("d1").await.unwrap();
+    assert_eq!(saver.get("d1", None).await.unwrap(), None);
+    assert!(saver.writes("d1", "z1").await.unwrap().is_empty());
+    assert!(saver.get("d2", None).await.unwrap().is_some());
+    assert_eq!(saver.writes("d2", "z1").await.unwrap().len(), 1);
+    saver.delete_thread("never-existed").await.unwrap();
+}
+
+/// Threads whose `slow` task fails once, and how often `fast` ran per thread: keyed by thread
+/// so the backends' tests can run side by side.
+static FAIL_ONCE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static FAST_RUNS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn fast_runs(thread: &str) -> usize {
+    FAST_RUNS.lock().unwrap().iter().filter(|t| *t == thread).count()
+}
+
+#[graph]
+mod work {
+    use super::*;
+
+    #[state]
+    pub struct State {
+        pub counter: i64,
+        #[reducer(append)]
+        pub log: Vec<String>,
+    }
+
+    #[node(entry, next = [fast, slow])]
+    fn split(state: &State) -> StateUpdate {
+        StateUpdate::new().counter(state.counter + 1)
+    }
+
+    #[node(next = merge)]
+    fn fast(_state: &State, rt: &Runtime) -> StateUpdate {
+        FAST_RUNS.lock().unwrap().push(rt.thread_id().unwrap_or_default().to_owned());
+        StateUpdate::new().log(vec!["fast".into()])
+    }
+
+    #[node(next = merge)]
+    async fn slow(_state: &State, rt: &Runtime) -> Result<StateUpdate, NodeError> {
+        tokio::task::yield_now().await;
+        let thread = rt.thread_id().unwrap_or_default().to_owned();
+        let fail = {
+            let mut failing = FAIL_ONCE.lock().unwrap();
+            let found = failing.iter().position(|t| *t == thread);
+            found.map(|i| failing.remove(i)).is_some()
+        };
+        if fail {
+            return Err(NodeError::msg("the downstream service is not ready"));
+        }
+        Ok(StateUpdate::new().log(vec!["slow".into()]))
+    }
+
+    #[node(next = END)]
+    fn merge(state: &State) -> StateUpdate {
+        StateUpdate::new().counter(state.counter * 10)
+    }
+}
+
+async fn runs_on_a_thread(saver: Arc<dyn Checkpointer>, backend: &str) {
+    for (durability, checkpoints) in [(Durability::Sync, 5), (Durability::Async, 5), (Durability::Exit, 1)] {
+        let app = work::graph().shared_checkpointer(Arc::clone(&saver)).compile().unwrap();
+        let thread = format!("{backend}-{durability:?}");
+        let cfg = RunConfig::thread(thread.clone()).durability(durability);
+        let out = app.invoke(work::State::default(), &cfg).await.unwrap();
+        assert_eq!((out.state.counter, out.state.log.clone()), (10, vec!["fast".to_owned(), "slow".to_owned()]));
+        let stored = saver.list(&thread, &ListFilter::default()).await.unwrap();
+        assert_eq!(stored.len(), checkpoints, "{durability:?}: K + 2 checkpoints (K = 3), or one at exit");
+        let latest = app.get_state(&cfg).await.unwrap().unwrap();
+        assert_eq!((latest.state.counter, latest.state.log), (10, out.state.log), "{durability:?}: the latest checkpoint holds the final state");
+
+        let failing = format!("{thread}-fails");
+        FAIL_ONCE.lock().unwrap().push(failing.clone());
+        let failing_cfg = RunConfig::thread(failing.clone()).durability(durability);
+        let error = app.invoke(work::State::default(), &failing_cfg).await.unwrap_err();
+        assert!(matches!(&error, GraphError::Node { node, .. } if node == "slow"), "{error}");
+        assert_eq!(app.get_state(&failing_cfg).await.unwrap().unwrap().next, ["fast", "slow"], "{durability:?}");
+        let out = app.resume(&failing_cfg).await.unwrap();
+        assert_eq!(out.state.log, ["fast", "slow"], "{durability:?}");
+        assert_eq!(out.state.counter, 10);
+        assert_eq!(fast_runs(&failing), 1, "{durability:?}: `fast` finished before the failure and did not run again");
+
+        saver.delete_thread(&thread).await.unwrap();
+        assert!(app.get_state(&cfg).await.unwrap().is_none());
+    }
+}
+
+macro_rules! conformance {
+    ($backend:ident, $make:expr) => {
+        mod $backend {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn put_get_and_list() {
+                let (saver, _keep) = $make;
+                super::put_get_and_list(&*saver).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn put_is_a_compare_and_set_on_the_head() {
+                let (saver, _keep) = $make;
+                super::put_is_a_compare_and_set_on_the_head(&*saver).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn writes_are_idempotent_and_ordered() {
+                let (saver, _keep) = $make;
+                super::writes_are_idempotent_and_ordered(&*saver).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn delete_removes_one_thread_only() {
+                let (saver, _keep) = $make;
+                super::delete_removes_one_thread_only(&*saver).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn runs_on_a_thread() {
+                let (saver, _keep) = $make;
+                super::runs_on_a_thread(saver, stringify!($backend)).await;
+            }
+        }
+    };
+}
+
+fn memory() -> (Arc<dyn Checkpointer>, ()) {
+    (Arc::new(MemorySaver::new()), ())
+}
+
+fn sqlite() -> (Arc<dyn Checkpointer>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let saver = SqliteSaver::open(dir.path().join("checkpoints.db")).unwrap();
+    (Arc::new(saver), dir)
+}
+
+conformance!(memory_saver, memory());
+conformance!(sqlite_saver, sqlite());
