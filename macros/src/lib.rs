@@ -1,11 +1,12 @@
-//! The attribute macros of [graphwright](https://docs.rs/graphwright): `#[graph]`, `#[state]`
-//! and `#[node]`. Depend on `graphwright`, which re-exports them; the docs with examples are
+//! The attribute macros of [graphwright](https://docs.rs/graphwright): `#[graph]`, `#[state]`,
+//! `#[node]` and `#[tool]`. Depend on `graphwright`, which re-exports them; the docs with examples are
 //! on the re-exports.
 
 mod ctxt;
 mod graph;
 mod paths;
 mod state;
+mod tool;
 
 use proc_macro::TokenStream;
 
@@ -37,4 +38,13 @@ pub fn node(_args: TokenStream, input: TokenStream) -> TokenStream {
     )
     .to_compile_error();
     quote::quote!(#error #input).into()
+}
+
+/// Turns a fn into a tool a model can call: a unit struct implementing `graphwright::Tool`,
+/// with the JSON Schema of its parameters.
+///
+/// See [`graphwright::tool`](https://docs.rs/graphwright/latest/graphwright/attr.tool.html).
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    tool::expand(args.into(), input.into()).into()
 }

@@ -70,7 +70,7 @@ fn take_reducer(cx: &mut Ctxt, attrs: &mut Vec<Attribute>) -> Reducer {
             return true;
         }
         if seen {
-            cx.error_spanned_by(attr, "a field takes one `#[reducer(..)]`");
+            cx.error_spanned_by(attr, "a field takes one `#[reducer(..)]`: remove this one");
         }
         seen = true;
         reducer = parse_reducer(cx, attr);
@@ -113,6 +113,11 @@ fn known() -> String {
 
 /// Emits the state struct with its derives, the update type, and the trait impls.
 pub(crate) fn expand(def: &StateDef) -> TokenStream {
+    if !def.item.generics.params.is_empty() {
+        // Reported by `parse`; generating impls for a generic struct would only add errors.
+        let item = &def.item;
+        return quote!(#item);
+    }
     let p = private();
     let item = with_derives(&def.item);
     let vis = &def.item.vis;

@@ -6,8 +6,6 @@ use graphwright::prelude::*;
 
 #[graph]
 mod route_work {
-    use super::*;
-
     #[state]
     pub struct State {
         #[reducer(append)]

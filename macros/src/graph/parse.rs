@@ -35,13 +35,25 @@ pub(crate) fn parse_args(cx: &mut Ctxt, args: TokenStream) -> GraphArgs {
                         other => cx.error_spanned_by(other, "`state = ..` takes the path of a `#[state]` struct"),
                     }
                 } else {
-                    cx.error_spanned_by(&pair.path, "unknown graph option: expected `context = Type` or `state = Path`");
+                    unknown_graph_option(cx, &pair.path);
                 }
             }
         }
         Err(e) => cx.push(e),
     }
     out
+}
+
+/// Rule: `#[graph(..)]` takes `context = Type` and `state = Path`, nothing else.
+fn unknown_graph_option(cx: &mut Ctxt, path: &Path) {
+    let name = quote::ToTokens::to_token_stream(path).to_string().replace(' ', "");
+    let hint = graphwright_wiring::closest(&name, ["context", "state"])
+        .map(|near| format!("; did you mean `{near}`?"))
+        .unwrap_or_default();
+    cx.error_spanned_by(
+        path,
+        format!("unknown graph option `{name}`{hint} (options: `context = Type`, `state = Path`)"),
+    );
 }
 
 /// Where an edge list was written, and its targets as written.
@@ -139,8 +151,15 @@ pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod) -> GraphDef {
         match item {
             Item::Struct(mut s) if has_marker(&s.attrs, "state") => {
                 take_marker(&mut s.attrs, "state");
-                if state.is_some() {
-                    cx.error_spanned_by(&s.ident, "a graph has one `#[state]` struct");
+                if let Some(first) = &state {
+                    let first: &StateDef = first;
+                    cx.error_spanned_by(
+                        &s.ident,
+                        format!(
+                            "a graph has one `#[state]` struct, and `{}` is it: move these fields into it",
+                            first.item.ident
+                        ),
+                    );
                     kept.push(Item::Struct(s));
                 } else {
                     state = Some(state::parse(cx, s));

@@ -1,0 +1,8 @@
+use graphwright::prelude::*;
+
+#[graph]
+fn support() {}
+
+fn main() {
+    support();
+}

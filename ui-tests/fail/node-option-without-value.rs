@@ -1,0 +1,19 @@
+use graphwright::prelude::*;
+
+#[graph]
+mod support {
+    #[state]
+    pub struct State {
+        pub turns: u32,
+    }
+
+    #[node(entry, next)]
+    fn ingress(_state: &State) -> StateUpdate {
+        StateUpdate::new()
+    }
+}
+
+fn main() {
+    let _ = support::graph().compile();
+    let _ = (support::MERMAID, support::Node::ALL);
+}

@@ -1,0 +1,8 @@
+use graphwright::prelude::*;
+
+#[state]
+pub struct State<T> {
+    pub value: T,
+}
+
+fn main() {}
