@@ -13,11 +13,13 @@
 mod error;
 mod id;
 mod memory;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 pub use error::CheckpointError;
 pub use id::new_checkpoint_id;
 pub use memory::MemorySaver;
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
 
 use futures::future::BoxFuture;
