@@ -142,7 +142,7 @@ async fn runs_on_a_thread(saver: Arc<dyn Checkpointer>, backend: &str) {
         let error = app.invoke(work::State::default(), &failing_cfg).await.unwrap_err();
         assert!(matches!(&error, GraphError::Node { node, .. } if node == "slow"), "{error}");
         assert_eq!(app.get_state(&failing_cfg).await.unwrap().unwrap().next, ["fast", "slow"], "{durability:?}");
-        let out = app.resume(&failing_cfg).await.unwrap();
+        let out = app.resume(&failing_cfg, ()).await.unwrap();
         assert_eq!(out.state.log, ["fast", "slow"], "{durability:?}");
         assert_eq!(out.state.counter, 10);
         assert_eq!(fast_runs(&failing), 1, "{durability:?}: `fast` finished before the failure and did not run again");

@@ -117,11 +117,11 @@ async fn resume_after_a_sibling_failed_does_not_rerun_the_finished_task() {
         assert_eq!(paused.next, ["fast", "flaky"], "{durability:?}");
         assert!(paused.state.done.is_empty(), "nothing of the failed step is applied");
 
-        let out = app.resume(&cfg).await.unwrap();
+        let out = app.resume(&cfg, ()).await.unwrap();
         assert_eq!(out.state.done, ["fast", "flaky"], "{durability:?}");
         assert_eq!(FAST_CALLS.load(Ordering::SeqCst), 1, "{durability:?}: the finished task ran once");
         assert_eq!(FLAKY_CALLS.load(Ordering::SeqCst), 2);
-        let error = app.resume(&cfg).await.unwrap_err();
+        let error = app.resume(&cfg, ()).await.unwrap_err();
         assert!(matches!(error, GraphError::NothingToResume { .. }), "{error}");
     }
 }
@@ -156,10 +156,10 @@ async fn a_second_run_on_a_busy_thread_is_rejected() {
 async fn thread_operations_need_a_thread_and_report_corrupt_records() {
     let saver = Arc::new(MemorySaver::new());
     let app = chain::graph().shared_checkpointer(saver.clone()).compile().unwrap();
-    let error = app.resume(&RunConfig::default()).await.unwrap_err();
+    let error = app.resume(&RunConfig::default(), ()).await.unwrap_err();
     assert!(matches!(error, GraphError::NoThread { .. }), "{error}");
     assert!(app.get_state(&RunConfig::thread("none")).await.unwrap().is_none());
-    let error = app.resume(&RunConfig::thread("none")).await.unwrap_err();
+    let error = app.resume(&RunConfig::thread("none"), ()).await.unwrap_err();
     assert!(matches!(error, GraphError::NothingToResume { .. }), "{error}");
 
     let cfg = RunConfig::thread("c");

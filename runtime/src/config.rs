@@ -21,6 +21,7 @@ use std::time::Duration;
 pub struct RunConfig<C = ()> {
     pub(crate) durability: Durability,
     pub(crate) thread_id: Option<Arc<str>>,
+    pub(crate) checkpoint_id: Option<Arc<str>>,
     pub(crate) context: Option<Arc<C>>,
     pub(crate) recursion_limit: Option<u64>,
     pub(crate) deadline: Option<Duration>,
@@ -28,7 +29,7 @@ pub struct RunConfig<C = ()> {
 
 impl<C> Default for RunConfig<C> {
     fn default() -> Self {
-        Self { durability: Durability::default(), thread_id: None, context: None, recursion_limit: None, deadline: None }
+        Self { durability: Durability::default(), thread_id: None, checkpoint_id: None, context: None, recursion_limit: None, deadline: None }
     }
 }
 
@@ -37,6 +38,7 @@ impl<C> Clone for RunConfig<C> {
         Self {
             durability: self.durability,
             thread_id: self.thread_id.clone(),
+            checkpoint_id: self.checkpoint_id.clone(),
             context: self.context.clone(),
             recursion_limit: self.recursion_limit,
             deadline: self.deadline,
@@ -48,6 +50,7 @@ impl<C> std::fmt::Debug for RunConfig<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunConfig")
             .field("thread_id", &self.thread_id)
+            .field("checkpoint_id", &self.checkpoint_id)
             .field("context", &self.context.as_ref().map(|_| std::any::type_name::<C>()))
             .field("recursion_limit", &self.recursion_limit)
             .field("deadline", &self.deadline)
@@ -96,6 +99,14 @@ impl<C> RunConfig<C> {
     #[must_use]
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// Points `resume` and `update_state` at an older checkpoint of the thread: the run (or
+    /// the update) starts a new branch from there, and the old branch is left as it was.
+    #[must_use]
+    pub fn checkpoint(mut self, id: impl Into<Arc<str>>) -> Self {
+        self.checkpoint_id = Some(id.into());
         self
     }
 

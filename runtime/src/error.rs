@@ -32,6 +32,8 @@ pub(crate) enum NodeErrorKind {
     Timeout(Duration),
     /// The node panicked; the message is the panic's payload when it was a string.
     Panicked(String),
+    /// The node paused with `Runtime::interrupt`; not a failure.
+    Interrupted(crate::interrupt::Interrupt),
 }
 
 impl NodeError {
@@ -45,7 +47,7 @@ impl NodeError {
     pub fn source_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
         match &self.kind {
             NodeErrorKind::Failed(error) => Some(error.as_ref()),
-            NodeErrorKind::Timeout(_) | NodeErrorKind::Panicked(_) => None,
+            NodeErrorKind::Timeout(_) | NodeErrorKind::Panicked(_) | NodeErrorKind::Interrupted(_) => None,
         }
     }
 
@@ -79,6 +81,21 @@ impl NodeError {
             NodeErrorKind::Failed(error) => error,
             NodeErrorKind::Timeout(limit) => Box::new(TimeoutError(limit)),
             NodeErrorKind::Panicked(message) => Box::new(PanicError(message)),
+            NodeErrorKind::Interrupted(interrupt) => {
+                format!("node `{}` paused with an interrupt ({})", interrupt.node, interrupt.id).into()
+            }
+        }
+    }
+
+    pub(crate) fn interrupted(interrupt: crate::interrupt::Interrupt) -> Self {
+        Self { kind: NodeErrorKind::Interrupted(interrupt) }
+    }
+
+    /// The interrupt, when the node paused rather than failed.
+    pub(crate) fn take_interrupt(self) -> Result<crate::interrupt::Interrupt, Self> {
+        match self.kind {
+            NodeErrorKind::Interrupted(interrupt) => Ok(interrupt),
+            kind => Err(Self { kind }),
         }
     }
 }
@@ -98,6 +115,7 @@ impl fmt::Debug for NodeError {
             NodeErrorKind::Failed(error) => fmt::Debug::fmt(error, f),
             NodeErrorKind::Timeout(limit) => write!(f, "Timeout({limit:?})"),
             NodeErrorKind::Panicked(message) => write!(f, "Panicked({message:?})"),
+            NodeErrorKind::Interrupted(interrupt) => write!(f, "Interrupted({:?})", interrupt.id),
         }
     }
 }
@@ -108,6 +126,7 @@ impl fmt::Display for NodeError {
             NodeErrorKind::Failed(error) => fmt::Display::fmt(error, f),
             NodeErrorKind::Timeout(limit) => fmt::Display::fmt(&TimeoutError(*limit), f),
             NodeErrorKind::Panicked(message) => write!(f, "the node panicked: {message}"),
+            NodeErrorKind::Interrupted(interrupt) => write!(f, "the node paused with interrupt {}", interrupt.id),
         }
     }
 }
@@ -185,6 +204,22 @@ pub enum GraphError {
     ThreadBusy {
         /// The thread.
         thread: String,
+    },
+    /// A node paused with an interrupt in a run that has no thread to keep the pause in.
+    #[error("node `{node}` paused with an interrupt, but the run has no thread to resume later: pass `RunConfig::thread(id)`")]
+    InterruptWithoutThread {
+        /// The node.
+        node: String,
+    },
+    /// A resume answer did not match the pending interrupts.
+    #[error("thread `{thread}`: {reason}; pending interrupts: {}", if pending.is_empty() { "none".to_owned() } else { pending.join(", ") })]
+    Resume {
+        /// The thread.
+        thread: String,
+        /// What did not match.
+        reason: String,
+        /// The ids of the pending interrupts.
+        pending: Vec<String>,
     },
     /// A thread operation was called with a config that names no thread.
     #[error("graph `{graph}`: this needs a thread; pass one with `RunConfig::thread(id)`")]

@@ -69,6 +69,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod error;
 pub mod graph;
+pub mod interrupt;
 pub mod message;
 pub mod node;
 pub mod policy;
@@ -76,10 +77,12 @@ pub(crate) mod pregel;
 pub mod reducer;
 pub mod runtime;
 pub mod state;
+pub mod tool;
 
 pub use checkpoint::{Checkpointer, MemorySaver};
 pub use config::{Durability, RunConfig};
 pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
+pub use interrupt::{Interrupt, Resume};
 pub use graph::{CompiledGraph, NodeSpec, RunOutput, StateGraph, StateSnapshot, DEFAULT_RECURSION_LIMIT};
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;
@@ -87,11 +90,14 @@ pub use graphwright_macros::graph;
 pub use graphwright_macros::node;
 #[doc = include_str!("../docs/state.md")]
 pub use graphwright_macros::state;
-pub use message::{Message, Role};
+#[doc = include_str!("tool/attr.md")]
+pub use graphwright_macros::tool;
+pub use message::{Message, Role, ToolCall};
 pub use node::{Command, Route, END, START};
 pub use policy::{NodePolicy, RetryPolicy};
 pub use runtime::Runtime;
 pub use state::{Overwrite, State, Update, Write};
+pub use tool::{tools_condition, Tool, ToolNode, ToolRuntime};
 
 /// What a graph module needs in one import.
 pub mod prelude {
@@ -99,6 +105,7 @@ pub mod prelude {
         graph, node, state, BuildError, Command, CompiledGraph, GraphError, Message, NodeError, NodePolicy,
         Overwrite, RetryPolicy, Role, Route, RunConfig, Runtime, State, StateGraph, Update, END, START,
     };
+    pub use crate::{tool, tools, tools_condition, Tool, ToolCall, ToolNode, ToolRuntime};
 }
 
 /// Support for generated code. Not a public API: it changes without notice.
@@ -116,6 +123,13 @@ pub mod __private {
     };
     pub use crate::state::{Conflict, State, Update, Write};
     pub use crate::{NodePolicy, Runtime, END};
+    pub use crate::tool::support::{
+        param_spec, tool_result, tool_return, DefaultJson, NoDefaultJson, ParamSpec, ToolArgs,
+        ToolFailure, ToolParameter, ToolReturn, ToolSchema,
+    };
+    pub use crate::tool::{Tool, ToolFuture, ToolRuntime};
+    pub use serde_json;
+    pub use std::sync::OnceLock;
     pub use serde;
     pub use std::boxed::Box;
     pub use std::option::Option;

@@ -1,5 +1,11 @@
 //! What a node can reach besides the state: its run's context and where it is in the run.
 
+use crate::error::NodeError;
+use crate::interrupt::Interrupt;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// A node's handle on its run: the typed context, the thread, and the task's place in the run.
@@ -42,6 +48,11 @@ use std::sync::Arc;
 pub struct Runtime<C = ()> {
     pub(crate) run: Arc<RunShared<C>>,
     pub(crate) task: TaskInfo,
+    /// Answers to this task's interrupts, in call order (from earlier resumes).
+    pub(crate) answers: Option<Arc<[Value]>>,
+    /// The checkpoint the task runs from, for interrupt ids.
+    pub(crate) checkpoint: Option<Arc<str>>,
+    pub(crate) interrupt_calls: AtomicU32,
 }
 
 /// What every task of one run shares.
@@ -96,5 +107,63 @@ impl<C> Runtime<C> {
     /// A number that identifies this run among the runs of this process.
     pub fn run_id(&self) -> u64 {
         self.run.run_id
+    }
+
+    /// Pauses the run to ask a person (or another system) for `value`'s answer.
+    ///
+    /// The first time, this returns an error that the node passes on with `?`: the run stops
+    /// with the interrupt in [`RunOutput::interrupts`](crate::RunOutput::interrupts), the other
+    /// tasks of the step finish, and their writes are kept. `resume(&cfg, answer)` runs the
+    /// node again from its start, and this call then returns the answer, decoded as `R`. A
+    /// node may interrupt several times; answers are matched by call order. Needs a thread.
+    ///
+    /// ```
+    /// use graphwright::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// #[graph]
+    /// mod approval {
+    ///     use super::*;
+    ///
+    ///     #[state]
+    ///     pub struct State {
+    ///         pub amount: u32,
+    ///         pub approved: Option<bool>,
+    ///     }
+    ///
+    ///     #[node(entry, next = END)]
+    ///     fn ask(state: &State, rt: &Runtime) -> Result<StateUpdate, NodeError> {
+    ///         let approved: bool = rt.interrupt(json!({"question": "refund?", "amount": state.amount}))?;
+    ///         Ok(StateUpdate::new().approved(Some(approved)))
+    ///     }
+    /// }
+    ///
+    /// #[tokio::main(flavor = "current_thread")]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let app = approval::graph().compile()?;
+    ///     let cfg = RunConfig::thread("refund-7");
+    ///     let paused = app.invoke(approval::State { amount: 40, approved: None }, &cfg).await?;
+    ///     assert!(paused.is_interrupted());
+    ///     assert_eq!(paused.interrupts[0].value["amount"], 40);
+    ///     let done = app.resume(&cfg, json!(true)).await?;
+    ///     assert_eq!(done.state.approved, Some(true));
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn interrupt<V: Serialize, R: DeserializeOwned>(&self, value: V) -> Result<R, NodeError> {
+        let call = self.interrupt_calls.fetch_add(1, Ordering::Relaxed);
+        if let Some(answer) = self.answers.as_ref().and_then(|a| a.get(call as usize)) {
+            return serde_json::from_value(answer.clone()).map_err(|e| {
+                NodeError::msg(format!("the answer to interrupt {call} of `{}` does not fit the type the node expects: {e}", self.node()))
+            });
+        }
+        let value = serde_json::to_value(value).map_err(|e| NodeError::msg(format!("the interrupt value could not be encoded: {e}")))?;
+        let place = self.checkpoint.as_deref().map_or_else(|| format!("step{}", self.step()), str::to_owned);
+        Err(NodeError::interrupted(Interrupt {
+            id: format!("{place}:{}:{call}", self.task.index),
+            node: self.node().to_owned(),
+            value,
+            call,
+        }))
     }
 }

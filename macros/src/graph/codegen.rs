@@ -109,6 +109,12 @@ fn node_enum(nodes: &[NodeDef]) -> TokenStream {
             }
         }
 
+        impl ::core::convert::AsRef<str> for Node {
+            fn as_ref(&self) -> &str {
+                self.name()
+            }
+        }
+
         impl ::core::fmt::Display for Node {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 f.write_str(self.name())

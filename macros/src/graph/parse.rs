@@ -20,28 +20,58 @@ pub(crate) struct GraphArgs {
 /// Parses the arguments of `#[graph(..)]`.
 pub(crate) fn parse_args(cx: &mut Ctxt, args: TokenStream) -> GraphArgs {
     let mut out = GraphArgs::default();
-    let parser = Punctuated::<syn::MetaNameValue, Token![,]>::parse_terminated;
-    match parser.parse2(args) {
+    match Punctuated::<GraphArg, Token![,]>::parse_terminated.parse2(args) {
         Ok(pairs) => {
-            for pair in pairs {
-                if pair.path.is_ident("context") {
-                    match syn::parse2::<Type>(quote::ToTokens::to_token_stream(&pair.value)) {
+            for GraphArg { key, value } in pairs {
+                if key == "context" {
+                    match syn::parse2::<Type>(value) {
                         Ok(ty) => out.context = Some(ty),
                         Err(e) => cx.push(e),
                     }
-                } else if pair.path.is_ident("state") {
-                    match &pair.value {
-                        Expr::Path(p) => out.state = Some(p.path.clone()),
-                        other => cx.error_spanned_by(other, "`state = ..` takes the path of a `#[state]` struct"),
+                } else if key == "state" {
+                    match syn::parse2::<Path>(value.clone()) {
+                        Ok(path) => out.state = Some(path),
+                        Err(_) => cx.error_spanned_by(value, "`state = ..` takes the path of a `#[state]` struct"),
                     }
                 } else {
-                    unknown_graph_option(cx, &pair.path);
+                    unknown_graph_option(cx, &key.into());
                 }
             }
         }
         Err(e) => cx.push(e),
     }
     out
+}
+
+/// `key = value` in `#[graph(..)]`, the value kept as tokens up to the next top-level comma
+/// (a type such as `Arc<Ctx>` is not an expression, so `MetaNameValue` cannot hold it).
+struct GraphArg {
+    key: Ident,
+    value: TokenStream,
+}
+
+impl Parse for GraphArg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let key: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let mut value = TokenStream::new();
+        let mut depth = 0_usize;
+        while !input.is_empty() && !(depth == 0 && input.peek(Token![,])) {
+            let tree: proc_macro2::TokenTree = input.parse()?;
+            if let proc_macro2::TokenTree::Punct(p) = &tree {
+                match p.as_char() {
+                    '<' => depth += 1,
+                    '>' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+            }
+            value.extend([tree]);
+        }
+        if value.is_empty() {
+            return Err(input.error(format!("`{key}` takes a value: `{key} = ..`")));
+        }
+        Ok(Self { key, value })
+    }
 }
 
 /// Rule: `#[graph(..)]` takes `context = Type` and `state = Path`, nothing else.

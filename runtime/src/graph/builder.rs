@@ -60,6 +60,8 @@ pub struct StateGraph<S: State, C = ()> {
     recursion_limit: u64,
     default_context: Option<fn() -> C>,
     saver: Option<Arc<dyn Checkpointer>>,
+    interrupt_before: Vec<String>,
+    interrupt_after: Vec<String>,
 }
 
 struct Entry<S: State, C> {
@@ -104,6 +106,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             recursion_limit: DEFAULT_RECURSION_LIMIT,
             default_context: default,
             saver: None,
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
         }
     }
 
@@ -205,6 +209,22 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         self
     }
 
+    /// Pauses runs on a thread before any step that would run one of `nodes` (a static
+    /// breakpoint); `resume(&cfg, ())` continues. Takes node names or the `Node` enum `#[graph]`
+    /// generates.
+    #[must_use]
+    pub fn interrupt_before<N: AsRef<str>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        self.interrupt_before.extend(nodes.into_iter().map(|n| n.as_ref().to_owned()));
+        self
+    }
+
+    /// Pauses runs on a thread after any step that ran one of `nodes`.
+    #[must_use]
+    pub fn interrupt_after<N: AsRef<str>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        self.interrupt_after.extend(nodes.into_iter().map(|n| n.as_ref().to_owned()));
+        self
+    }
+
     /// The default bound on super-steps per run (see [`DEFAULT_RECURSION_LIMIT`]).
     #[must_use]
     pub fn recursion_limit(mut self, limit: u64) -> Self {
@@ -285,6 +305,11 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                 invalid.push(format!("edge START -> `{to}` leads to no node named `{to}`{hint}"));
             } else if from != START && !index.contains_key(from.as_str()) {
                 invalid.push(format!("edge `{from}` -> `{to}` starts at no node named `{from}`"));
+            }
+        }
+        for name in self.interrupt_before.iter().chain(&self.interrupt_after) {
+            if !index.contains_key(name.as_str()) {
+                invalid.push(format!("a breakpoint names no node `{name}`"));
             }
         }
         let sources = self.sends.iter().map(|(f, _)| f).chain(self.routers.iter().map(|(f, _)| f));
@@ -401,6 +426,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                     joins: std::mem::take(&mut join_inputs[i]).into(),
                     policy: entry.policy,
                     takes: entry.spec.takes,
+                    interrupt_before: self.interrupt_before.iter().any(|n| n == name),
+                    interrupt_after: self.interrupt_after.iter().any(|n| n == name),
                 }
             })
             .collect();

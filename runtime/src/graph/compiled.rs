@@ -2,6 +2,7 @@
 
 use super::node_spec::{Action, PayloadType};
 use crate::checkpoint::Checkpointer;
+use crate::interrupt::{Interrupt, Resume};
 use crate::config::RunConfig;
 use crate::error::GraphError;
 use crate::policy::NodePolicy;
@@ -50,6 +51,10 @@ pub(crate) struct CompiledNode<S: State, C> {
     pub(crate) policy: NodePolicy,
     /// The Send payload type the node takes, if it is a Send target.
     pub(crate) takes: Option<PayloadType>,
+    /// Runs on a thread pause before a step that runs this node.
+    pub(crate) interrupt_before: bool,
+    /// Runs on a thread pause after a step that ran this node.
+    pub(crate) interrupt_after: bool,
 }
 
 pub(crate) struct Inner<S: State, C> {
@@ -90,10 +95,19 @@ impl<S: State, C> fmt::Debug for CompiledGraph<S, C> {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct RunOutput<S> {
-    /// The final state.
+    /// The final state, or the state at the pause when the run was interrupted.
     pub state: S,
     /// How many super-steps ran.
     pub steps: u64,
+    /// Why the run paused; empty when it finished.
+    pub interrupts: Vec<Interrupt>,
+}
+
+impl<S> RunOutput<S> {
+    /// Whether the run paused for an interrupt instead of finishing.
+    pub fn is_interrupted(&self) -> bool {
+        !self.interrupts.is_empty()
+    }
 }
 
 static RUN_IDS: AtomicU64 = AtomicU64::new(1);
@@ -133,13 +147,18 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         }
     }
 
-    /// Continues the thread of `cfg` from its last checkpoint: tasks that had finished before
-    /// a failure or a crash are not run again; the others run, and the run goes on from there.
-    pub async fn resume(&self, cfg: &RunConfig<C>) -> Result<RunOutput<S>, GraphError> {
+    /// Continues the thread of `cfg` from its last checkpoint, giving `answer` to its pending
+    /// interrupts (`()` to continue without answering, after a failure or a crash). Tasks that
+    /// had finished are not run again; paused ones run again from their start.
+    ///
+    /// With [`RunConfig::checkpoint`] set, continues from that older checkpoint on a new branch
+    /// (replay, or a fork after `update_state`); the old branch stays as it was.
+    pub async fn resume(&self, cfg: &RunConfig<C>, answer: impl Into<Resume>) -> Result<RunOutput<S>, GraphError> {
         let thread = self.thread_of(cfg)?;
         let shared = self.shared(cfg)?;
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
-        with_deadline(cfg, pregel::resume_thread(&self.inner, shared, limit, thread, cfg.durability)).await
+        let run = pregel::resume_thread(&self.inner, shared, limit, thread, cfg.durability, answer.into(), cfg.checkpoint_id.as_deref());
+        with_deadline(cfg, run).await
     }
 
     pub(crate) fn thread_of(&self, cfg: &RunConfig<C>) -> Result<Arc<str>, GraphError> {

@@ -4,7 +4,8 @@ use super::compiled::CompiledGraph;
 use crate::checkpoint::{CheckpointRecord, ListFilter, Source};
 use crate::config::RunConfig;
 use crate::error::GraphError;
-use crate::pregel::{load_state, record};
+use crate::interrupt::Interrupt;
+use crate::pregel::{load_state, pending_interrupts, record};
 use crate::state::State;
 
 /// A thread's state at one checkpoint.
@@ -25,6 +26,8 @@ pub struct StateSnapshot<S> {
     pub source: Source,
     /// When, in milliseconds since the Unix epoch.
     pub created_at_ms: u64,
+    /// The interrupts waiting for an answer at this checkpoint.
+    pub interrupts: Vec<Interrupt>,
 }
 
 impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
@@ -53,6 +56,25 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         Ok(history)
     }
 
+    /// Writes `update` to the thread as a new checkpoint (LangGraph's `update_state`), folded
+    /// in with the reducers, and returns its id. With `as_node`, the update counts as that
+    /// node's output: its edges (or its router, on the updated state) decide what runs next.
+    /// Without, the pending tasks stay pending (their finished writes are not carried over).
+    /// With [`RunConfig::checkpoint`] set, the update starts a new branch from that checkpoint.
+    pub async fn update_state(&self, cfg: &RunConfig<C>, update: impl Into<S::Update>, as_node: Option<&str>) -> Result<String, GraphError> {
+        let thread = self.thread_of(cfg)?;
+        let graph = self.inner();
+        let node = match as_node {
+            None => None,
+            Some(name) => Some(graph.node_names.iter().position(|n| &**n == name).ok_or_else(|| GraphError::Resume {
+                thread: thread.to_string(),
+                reason: format!("`as_node` names no node `{name}`"),
+                pending: Vec::new(),
+            })? as u32),
+        };
+        crate::pregel::update_thread(graph, thread, cfg.checkpoint_id.as_deref(), update.into(), node).await
+    }
+
     async fn snapshot(&self, thread: &str, record: CheckpointRecord) -> Result<StateSnapshot<S>, GraphError> {
         let graph = self.inner();
         let at = record::At { thread, checkpoint: &record.id };
@@ -62,7 +84,8 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             Some(state) => state,
             None => load_state(graph, thread, &record).await?,
         };
-        let next = body.next.iter().map(|t| graph.node_names[t.node as usize].to_string()).collect();
+        let next: Vec<String> = body.next.iter().map(|t| graph.node_names[t.node as usize].to_string()).collect();
+        let interrupts = pending_interrupts(graph, thread, &record.id, next.len()).await?;
         Ok(StateSnapshot {
             state,
             next,
@@ -71,6 +94,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             step: record.step,
             source: record.source,
             created_at_ms: record.created_at_ms,
+            interrupts,
         })
     }
 }

@@ -17,10 +17,11 @@ use crate::checkpoint::Source;
 use crate::config::Durability;
 use crate::error::GraphError;
 use crate::graph::{Inner, RunOutput};
+use crate::interrupt::{Interrupt, Resume};
 use crate::node::NodeOutput;
 use crate::runtime::RunShared;
 use crate::state::State;
-pub(crate) use persist::load_state;
+pub(crate) use persist::{load_state, pending_interrupts};
 use persist::{Persist, ThreadLock};
 use planner::Planner;
 use std::sync::Arc;
@@ -34,7 +35,7 @@ pub(crate) async fn execute<S: State, C: Send + Sync + 'static>(
     limit: u64,
 ) -> Result<RunOutput<S>, GraphError> {
     let tasks = graph.entries.iter().map(|&node| Task::pull(node)).collect();
-    drive(graph, Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step: 0 }, run, limit, None).await
+    drive(graph, Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step: 0, resumed: false }, run, limit, None).await
 }
 
 /// Runs a graph on a thread from `input`, checkpointing each step.
@@ -50,22 +51,38 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
     let (persist, state) = Persist::start(graph, thread, durability, input).await?;
     let tasks = graph.entries.iter().map(|&node| Task::pull(node)).collect();
     let step = step_of(&persist);
-    drive(graph, Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step }, run, limit, Some(persist)).await
+    drive(graph, Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step, resumed: false }, run, limit, Some(persist)).await
 }
 
-/// Continues a thread's pending tasks, reusing the outputs of tasks that had finished.
+/// Continues a thread's pending tasks (from its head, or on a new branch from `from`),
+/// reusing the outputs of tasks that had finished and answering pending interrupts.
 pub(crate) async fn resume_thread<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     run: Arc<RunShared<C>>,
     limit: u64,
     thread: Arc<str>,
     durability: Durability,
+    answer: Resume,
+    from: Option<&str>,
 ) -> Result<RunOutput<S>, GraphError> {
     let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
-    let resumed = Persist::resume(graph, thread, durability).await?;
+    let resumed = Persist::resume(graph, thread, durability, answer, from).await?;
     let step = step_of(&resumed.persist);
-    let start = Start { state: resumed.state, tasks: resumed.tasks, saved: resumed.saved, planner: resumed.planner, step };
+    let start = Start { state: resumed.state, tasks: resumed.tasks, saved: resumed.saved, planner: resumed.planner, step, resumed: true };
     drive(graph, start, run, limit, Some(resumed.persist)).await
+}
+
+/// Writes `update` to the thread as a new checkpoint, as if `as_node` had run (its edges and
+/// router decide the next tasks), or keeping the pending tasks when `as_node` is `None`.
+pub(crate) async fn update_thread<S: State, C: Send + Sync + 'static>(
+    graph: &Inner<S, C>,
+    thread: Arc<str>,
+    from: Option<&str>,
+    update: S::Update,
+    as_node: Option<u32>,
+) -> Result<String, GraphError> {
+    let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
+    persist::update_state(graph, thread, from, update, as_node).await
 }
 
 fn step_of(persist: &Persist) -> u64 {
@@ -79,6 +96,8 @@ struct Start<S: State> {
     saved: Vec<Option<NodeOutput<S>>>,
     planner: Planner,
     step: u64,
+    /// The run continues a paused thread, so breakpoints before its first step do not fire again.
+    resumed: bool,
 }
 
 async fn drive<S: State, C: Send + Sync + 'static>(
@@ -88,7 +107,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     limit: u64,
     mut persist: Option<Persist>,
 ) -> Result<RunOutput<S>, GraphError> {
-    let Start { mut state, mut tasks, mut saved, mut planner, mut step } = start;
+    let Start { mut state, mut tasks, mut saved, mut planner, mut step, resumed } = start;
     let mut slots: Vec<Option<NodeOutput<S>>> = Vec::new();
     let mut ran = 0;
     while !tasks.is_empty() {
@@ -98,6 +117,11 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             }
             return Err(GraphError::RecursionLimit { limit });
         }
+        if !(resumed && ran == 0) {
+            if let Some(node) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before) {
+                return pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran).await;
+            }
+        }
         ran += 1;
         step += 1;
         slots.clear();
@@ -106,11 +130,23 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         } else {
             slots.append(&mut saved);
         }
-        if let Err(error) = task::run_step(graph, &state, &run, step, &tasks, &mut slots).await {
-            if let Some(persist) = persist {
-                persist.fail(graph, &state, &tasks, &slots, &planner).await?;
+        let at = task::At { step, checkpoint: persist.as_ref().map(Persist::current) };
+        let paused = match task::run_step(graph, &state, &run, at, &tasks, &mut slots).await {
+            Ok(paused) => paused,
+            Err(error) => {
+                if let Some(persist) = persist {
+                    persist.fail(graph, &state, &tasks, &slots, &planner).await?;
+                }
+                return Err(error);
             }
-            return Err(error);
+        };
+        if !paused.is_empty() {
+            let Some(persist) = persist else {
+                return Err(GraphError::InterruptWithoutThread { node: paused[0].1.node.clone() });
+            };
+            persist.pause(graph, &state, &tasks, &slots, &paused, &planner).await?;
+            let interrupts = paused.into_iter().map(|(_, interrupt)| interrupt).collect();
+            return Ok(RunOutput { state, steps: ran, interrupts });
         }
         if let Some(persist) = &mut persist {
             persist.save_outputs(graph, &tasks, &slots).await?;
@@ -121,13 +157,44 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             }
             return Err(error);
         }
+        let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after);
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
         if let Some(persist) = &mut persist {
             persist.checkpoint(graph, &state, &tasks, &planner, Source::Loop).await?;
+        }
+        if let (Some(node), false) = (after, tasks.is_empty()) {
+            return pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran).await;
         }
     }
     if let Some(persist) = persist {
         persist.finish(graph, &state, &planner).await?;
     }
-    Ok(RunOutput { state, steps: ran })
+    Ok(RunOutput { state, steps: ran, interrupts: Vec::new() })
+}
+
+/// The first task whose node has the breakpoint `set`.
+fn breakpoint(tasks: &[Task], set: impl Fn(usize) -> bool) -> Option<u32> {
+    tasks.iter().map(|t| t.node).find(|&n| set(n as usize))
+}
+
+/// Stops the run at an `interrupt_before`/`interrupt_after` breakpoint: the stored checkpoint
+/// holds the pending tasks, and `resume` continues from there.
+#[allow(clippy::too_many_arguments)]
+async fn pause_at_breakpoint<S: State, C>(
+    graph: &Inner<S, C>,
+    state: S,
+    tasks: &[Task],
+    planner: &Planner,
+    persist: Option<Persist>,
+    node: u32,
+    when: &str,
+    ran: u64,
+) -> Result<RunOutput<S>, GraphError> {
+    let name = &graph.node_names[node as usize];
+    let Some(persist) = persist else {
+        return Err(GraphError::InterruptWithoutThread { node: name.to_string() });
+    };
+    let interrupt = Interrupt::breakpoint(persist.current(), when, name);
+    persist.abort(graph, &state, tasks, planner).await?;
+    Ok(RunOutput { state, steps: ran, interrupts: vec![interrupt] })
 }

@@ -60,7 +60,7 @@ impl Planner {
                 }
             }
             for payload in output.sends.drain(..) {
-                sends.push(Task { node: node.sends[payload.target as usize], payload: Some(payload.value) });
+                sends.push(Task::send(node.sends[payload.target as usize], payload.value));
             }
         }
         for i in 0..self.routed.len() {

@@ -7,6 +7,7 @@
 
 use crate::checkpoint::{CheckpointError, FORMAT_VERSION};
 use crate::graph::Inner;
+use crate::interrupt::Interrupt;
 use crate::node::{Goto, NodeOutput, Payload};
 use crate::pregel::Task;
 use crate::state::State;
@@ -149,7 +150,7 @@ pub(crate) fn decode_body<S: State, C>(graph: &Inner<S, C>, at: &At<'_>, bytes: 
             (Some(_), None) => return Err(at.corrupt(format!("next[{i}].payload"), format!("node `{}` takes no payload", task.node))),
             (None, Some(_)) => return Err(at.corrupt(format!("next[{i}].payload"), format!("node `{}` needs a payload", task.node))),
         };
-        next.push(Task { node, payload });
+        next.push(Task { node, payload, answers: None });
     }
     let deferred = body
         .deferred
@@ -188,15 +189,53 @@ fn encode_input_like<U: Serialize>(node: &str, update: &U, goto: Option<&[u32]>,
     serde_json::to_vec(&WriteOut { node, update, goto, sends }).map_err(|e| CheckpointError::backend("encoded a task's write", e))
 }
 
-/// A decoded write: the task's output, or the run's input.
+/// A decoded write: the task's output, the run's input, an interrupt the task raised, or the
+/// answer it was given. Index 0 holds the output (or input); index `1 + 2n` the task's `n`-th
+/// interrupt; index `2 + 2n` its answer.
 pub(crate) enum Decoded<S: State> {
     Input(S::Update),
     Output(NodeOutput<S>),
+    Interrupt(Interrupt),
+    Answer(u32, Value),
 }
 
-/// Decodes a stored write of task `task` of checkpoint `at`.
-pub(crate) fn decode_write<S: State, C>(graph: &Inner<S, C>, at: &At<'_>, task: u32, bytes: &[u8]) -> Result<Decoded<S>, CheckpointError> {
+/// The write index of a task's `n`-th interrupt.
+pub(crate) fn interrupt_index(call: u32) -> u32 {
+    1 + 2 * call
+}
+
+/// The write index of the answer to a task's `n`-th interrupt.
+pub(crate) fn answer_index(call: u32) -> u32 {
+    2 + 2 * call
+}
+
+/// Encodes an interrupt a task raised.
+pub(crate) fn encode_interrupt(interrupt: &Interrupt) -> Result<Vec<u8>, CheckpointError> {
+    serde_json::to_vec(interrupt).map_err(|e| CheckpointError::backend("encoded an interrupt", e))
+}
+
+/// Encodes an answer to an interrupt.
+pub(crate) fn encode_answer(answer: &Value) -> Result<Vec<u8>, CheckpointError> {
+    serde_json::to_vec(answer).map_err(|e| CheckpointError::backend("encoded an interrupt's answer", e))
+}
+
+/// Decodes stored write `index` of task `task` of checkpoint `at`.
+pub(crate) fn decode_write<S: State, C>(
+    graph: &Inner<S, C>,
+    at: &At<'_>,
+    task: u32,
+    index: u32,
+    bytes: &[u8],
+) -> Result<Decoded<S>, CheckpointError> {
     let field = |name: &str| format!("writes[{task}].{name}");
+    if index > 0 {
+        let call = (index - 1) / 2;
+        return if index % 2 == 1 {
+            serde_json::from_slice(bytes).map(Decoded::Interrupt).map_err(|e| at.corrupt(field("interrupt"), e))
+        } else {
+            serde_json::from_slice(bytes).map(|v| Decoded::Answer(call, v)).map_err(|e| at.corrupt(field("answer"), e))
+        };
+    }
     let write: WriteIn = serde_json::from_slice(bytes).map_err(|e| at.corrupt(field("body"), e))?;
     let update: S::Update = serde_json::from_value(write.update).map_err(|e| at.corrupt(field("update"), e))?;
     if write.node == INPUT {

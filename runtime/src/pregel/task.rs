@@ -8,35 +8,55 @@ use crate::state::State;
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
+use crate::interrupt::Interrupt;
 use std::any::Any;
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 /// One task of a step: a node to run, with its Send payload if a Send started it.
 pub(crate) struct Task {
     pub(crate) node: u32,
     pub(crate) payload: Option<Box<dyn Any + Send + Sync>>,
+    /// Answers to the task's interrupts, when it resumes after a pause.
+    pub(crate) answers: Option<Arc<[serde_json::Value]>>,
 }
 
 impl Task {
     pub(crate) fn pull(node: u32) -> Self {
-        Self { node, payload: None }
+        Self { node, payload: None, answers: None }
+    }
+
+    pub(crate) fn send(node: u32, payload: Box<dyn Any + Send + Sync>) -> Self {
+        Self { node, payload: Some(payload), answers: None }
     }
 }
 
+/// Why a task produced no output.
+pub(crate) enum Stop {
+    Failed(GraphError),
+    Paused(Interrupt),
+}
+
 /// Runs every task of the step whose slot is empty; each slot receives its task's output.
-/// The first failure cancels the tasks still running and fails the step, leaving the slots of
-/// the tasks that finished filled (so their writes can be kept).
+/// A failure cancels the tasks still running and fails the step, leaving the slots of the
+/// tasks that finished filled (so their writes can be kept). An interrupt is not a failure: the
+/// other tasks run on, and the step returns every interrupt raised, by task index.
 pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     state: &S,
     run: &Arc<RunShared<C>>,
-    step: u64,
+    at: At<'_>,
     tasks: &[Task],
     slots: &mut [Option<NodeOutput<S>>],
-) -> Result<(), GraphError> {
+) -> Result<Vec<(u32, Interrupt)>, GraphError> {
+    let mut paused = Vec::new();
     if let ([task], [slot @ None]) = (tasks, &mut *slots) {
-        *slot = Some(run_task(graph, state, run, step, 0, task).await?);
-        return Ok(());
+        match run_task(graph, state, run, at, 0, task).await {
+            Ok(output) => *slot = Some(output),
+            Err(Stop::Failed(error)) => return Err(error),
+            Err(Stop::Paused(interrupt)) => paused.push((0, interrupt)),
+        }
+        return Ok(paused);
     }
     let mut pending = FuturesUnordered::new();
     for (index, task) in tasks.iter().enumerate() {
@@ -46,15 +66,31 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
         let node = &graph.nodes[task.node as usize];
         let plain_sync = matches!(node.action, Action::Sync(_)) && node.policy.retry.is_none();
         if plain_sync {
-            slots[index] = Some(run_task(graph, state, run, step, index as u32, task).await?);
+            match run_task(graph, state, run, at, index as u32, task).await {
+                Ok(output) => slots[index] = Some(output),
+                Err(Stop::Failed(error)) => return Err(error),
+                Err(Stop::Paused(interrupt)) => paused.push((index as u32, interrupt)),
+            }
         } else {
-            pending.push(async move { (index, run_task(graph, state, run, step, index as u32, task).await) });
+            pending.push(async move { (index, run_task(graph, state, run, at, index as u32, task).await) });
         }
     }
     while let Some((index, result)) = pending.next().await {
-        slots[index] = Some(result?);
+        match result {
+            Ok(output) => slots[index] = Some(output),
+            Err(Stop::Failed(error)) => return Err(error),
+            Err(Stop::Paused(interrupt)) => paused.push((index as u32, interrupt)),
+        }
     }
-    Ok(())
+    paused.sort_by_key(|(index, _)| *index);
+    Ok(paused)
+}
+
+/// Where the tasks of a step run: its number, and the checkpoint they belong to (if any).
+#[derive(Clone, Copy)]
+pub(crate) struct At<'a> {
+    pub(crate) step: u64,
+    pub(crate) checkpoint: Option<&'a Arc<str>>,
 }
 
 /// Runs one task under its node's retry and timeout policies.
@@ -62,17 +98,27 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     state: &S,
     run: &Arc<RunShared<C>>,
-    step: u64,
+    at: At<'_>,
     index: u32,
     task: &Task,
-) -> Result<NodeOutput<S>, GraphError> {
+) -> Result<NodeOutput<S>, Stop> {
     let node = &graph.nodes[task.node as usize];
+    let step = at.step;
     let mut attempt = 1;
     loop {
-        let rt = Runtime { run: Arc::clone(run), task: TaskInfo { step, node: task.node, index, attempt } };
+        let rt = Runtime {
+            run: Arc::clone(run),
+            task: TaskInfo { step, node: task.node, index, attempt },
+            answers: task.answers.clone(),
+            checkpoint: at.checkpoint.cloned(),
+            interrupt_calls: AtomicU32::new(0),
+        };
         let error = match attempt_once(node, state, &rt, task).await {
             Ok(output) => return Ok(output),
-            Err(error) => error,
+            Err(error) => match error.take_interrupt() {
+                Ok(interrupt) => return Err(Stop::Paused(interrupt)),
+                Err(error) => error,
+            },
         };
         let retry = node.policy.retry.as_ref().filter(|p| attempt < p.max_attempts && (p.retry_on)(&error));
         match retry {
@@ -82,12 +128,12 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
                 attempt += 1;
             }
             None => {
-                return Err(GraphError::Node {
+                return Err(Stop::Failed(GraphError::Node {
                     node: node.name.to_string(),
                     step,
                     attempts: attempt,
                     source: error.into_box(),
-                })
+                }))
             }
         }
     }

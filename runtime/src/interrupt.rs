@@ -1,0 +1,73 @@
+//! Pausing a run for a human: interrupts raised by nodes, and the answers that resume them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// A pause raised by a node with [`Runtime::interrupt`](crate::Runtime::interrupt), or by an
+/// `interrupt_before`/`interrupt_after` breakpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interrupt {
+    /// Identifies the interrupt within its thread; pass it to [`Resume::by_id`] when several are
+    /// pending.
+    pub id: String,
+    /// The node that paused.
+    pub node: String,
+    /// What the node asked (`null` for a breakpoint).
+    pub value: Value,
+    /// Which `interrupt` call of the task raised it (0 for the first).
+    #[serde(default)]
+    pub(crate) call: u32,
+}
+
+impl Interrupt {
+    pub(crate) fn breakpoint(checkpoint: &str, when: &str, node: &str) -> Self {
+        Self { id: format!("{checkpoint}:{when}:{node}"), node: node.to_owned(), value: Value::Null, call: 0 }
+    }
+}
+
+/// The answer a resumed run gives to its pending interrupts.
+///
+/// ```
+/// use graphwright::interrupt::Resume;
+/// use serde_json::json;
+///
+/// let one: Resume = json!({"approved": true}).into();
+/// let none: Resume = ().into();
+/// let several = Resume::by_id([("t1:0:0", json!("yes")), ("t1:1:0", json!("no"))]);
+/// # let _ = (one, none, several);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Resume {
+    /// No answer: continue pending tasks (after a crash or a failure); a pending interrupt is
+    /// raised again.
+    #[default]
+    Continue,
+    /// The answer to the one pending interrupt.
+    Value(Value),
+    /// Answers by interrupt id, for several pending interrupts.
+    ById(HashMap<String, Value>),
+}
+
+impl Resume {
+    /// Answers by interrupt id.
+    pub fn by_id<I, K>(answers: I) -> Self
+    where
+        I: IntoIterator<Item = (K, Value)>,
+        K: Into<String>,
+    {
+        Self::ById(answers.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    }
+}
+
+impl From<Value> for Resume {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
+impl From<()> for Resume {
+    fn from((): ()) -> Self {
+        Self::Continue
+    }
+}
