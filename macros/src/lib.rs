@@ -46,5 +46,5 @@ pub fn node(_args: TokenStream, input: TokenStream) -> TokenStream {
 /// See [`graphwright::tool`](https://docs.rs/graphwright/latest/graphwright/attr.tool.html).
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
-    tool::expand(args.into(), input.into()).into()
+    tool::expand(args.into(), &input.into()).into()
 }

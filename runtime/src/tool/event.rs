@@ -1,0 +1,170 @@
+//! Events a tool node emits while it runs calls, and the writer tools report progress with.
+
+use super::policy::Redactor;
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+
+/// Where a [`ToolNode`](super::ToolNode) sends its events: any function, called in place.
+/// Keep it quick (push onto a channel); it runs inside the tool calls.
+pub type EventSink = Arc<dyn Fn(ToolEvent) + Send + Sync>;
+
+/// What happened to one tool call. Every call of a message gets exactly one
+/// [`Started`](ToolEvent::Started) and, after it, exactly one
+/// [`Finished`](ToolEvent::Finished), both under the call's `tool_call_id` and `index`; any
+/// [`Progress`](ToolEvent::Progress) falls between them. Every text in an event has been
+/// through the tool's redaction hook.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolEvent {
+    /// The call is about to be checked and run.
+    Started {
+        /// The call's id, as the model gave it.
+        tool_call_id: String,
+        /// The call's position in its message, from 0 (tells apart calls that share an id).
+        index: usize,
+        /// The tool asked for.
+        name: String,
+        /// The arguments, redacted.
+        arguments: Value,
+    },
+    /// The tool reported progress through [`ToolWriter::write`].
+    Progress {
+        /// The call's id.
+        tool_call_id: String,
+        /// The call's position in its message.
+        index: usize,
+        /// The tool.
+        name: String,
+        /// What the tool wrote, redacted.
+        data: Value,
+    },
+    /// The call has its result; the same text goes into the tool message.
+    Finished {
+        /// The call's id.
+        tool_call_id: String,
+        /// The call's position in its message.
+        index: usize,
+        /// The tool asked for.
+        name: String,
+        /// The result or the error, redacted.
+        content: String,
+        /// Whether the call failed.
+        is_error: bool,
+        /// How many times the tool ran (0 when the call was rejected before running).
+        attempts: u32,
+    },
+}
+
+impl ToolEvent {
+    /// The id of the call the event is about.
+    #[must_use]
+    pub fn tool_call_id(&self) -> &str {
+        match self {
+            Self::Started { tool_call_id, .. }
+            | Self::Progress { tool_call_id, .. }
+            | Self::Finished { tool_call_id, .. } => tool_call_id,
+        }
+    }
+}
+
+/// What the tool node knows about the call a writer belongs to.
+#[derive(Clone)]
+pub(crate) struct CallScope {
+    pub(crate) tool_call_id: Arc<str>,
+    pub(crate) index: usize,
+    pub(crate) name: Arc<str>,
+    pub(crate) sink: Option<EventSink>,
+    pub(crate) redact: Option<Redactor>,
+}
+
+impl CallScope {
+    /// Emits `event` if the node has a sink.
+    pub(crate) fn emit(&self, event: ToolEvent) {
+        if let Some(sink) = &self.sink {
+            sink(event);
+        }
+    }
+
+    /// `text` through the redaction hook.
+    pub(crate) fn redact(&self, text: String) -> String {
+        match &self.redact {
+            Some(redact) => redact(&text),
+            None => text,
+        }
+    }
+
+    /// Every string inside `value` through the redaction hook.
+    pub(crate) fn redact_value(&self, value: Value) -> Value {
+        match &self.redact {
+            Some(redact) => redact_strings(value, redact.as_ref()),
+            None => value,
+        }
+    }
+}
+
+fn redact_strings(value: Value, redact: &(dyn Fn(&str) -> String + Send + Sync)) -> Value {
+    match value {
+        Value::String(text) => Value::String(redact(&text)),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| redact_strings(v, redact))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, redact_strings(v, redact)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// A tool's way to report progress while it runs (a search that found its first hits, a
+/// download at 40 %). The tool node forwards each write as a [`ToolEvent::Progress`] to its
+/// sink, after redaction; without a sink, writes go nowhere. Reach it with
+/// [`ToolRuntime::writer`](super::ToolRuntime::writer).
+#[derive(Clone)]
+pub struct ToolWriter {
+    pub(crate) scope: Option<CallScope>,
+}
+
+impl ToolWriter {
+    /// A writer connected to nothing (for a tool called by hand).
+    #[must_use]
+    pub fn disconnected() -> Self {
+        Self { scope: None }
+    }
+
+    /// Reports `data`. A value that cannot be written as JSON is reported as its error text.
+    pub fn write(&self, data: impl Serialize) {
+        let Some(scope) = self.scope.as_ref().filter(|s| s.sink.is_some()) else {
+            return;
+        };
+        let data = serde_json::to_value(data)
+            .unwrap_or_else(|error| Value::String(format!("unwritable progress: {error}")));
+        scope.emit(ToolEvent::Progress {
+            tool_call_id: scope.tool_call_id.to_string(),
+            index: scope.index,
+            name: scope.name.to_string(),
+            data: scope.redact_value(data),
+        });
+    }
+
+    /// Whether writes reach a sink.
+    #[must_use]
+    pub fn is_connected(&self) -> bool {
+        self.scope.as_ref().is_some_and(|s| s.sink.is_some())
+    }
+}
+
+impl fmt::Debug for ToolWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolWriter")
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
