@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS writes (
 #[derive(Clone)]
 pub struct SqliteSaver {
     connection: Arc<Mutex<Connection>>,
+    before_commit: Option<fn()>,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -90,7 +91,17 @@ impl SqliteSaver {
                 format!("the file has schema version {version:?}; this version of graphwright reads {SCHEMA_VERSION}"),
             ));
         }
-        Ok(Self { connection: Arc::new(Mutex::new(connection)) })
+        Ok(Self { connection: Arc::new(Mutex::new(connection)), before_commit: None })
+    }
+
+    /// Calls `hook` inside every `put`, after its rows are written and before they commit: a
+    /// fail point for crash tests (a hook that kills the process leaves a transaction that
+    /// never committed). Not for other uses.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn before_commit(mut self, hook: fn()) -> Self {
+        self.before_commit = Some(hook);
+        self
     }
 
     /// Runs `f` on the connection on the blocking pool.
@@ -177,6 +188,7 @@ impl Checkpointer for SqliteSaver {
         writes: Vec<WriteRecord>,
     ) -> BoxFuture<'_, Result<(), CheckpointError>> {
         let operation = format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id);
+        let before_commit = self.before_commit;
         self.call(operation.clone(), move |c| {
             let op = operation.as_str();
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(op))?;
@@ -202,6 +214,9 @@ impl Checkpointer for SqliteSaver {
                 ],
             )
             .map_err(sql(op))?;
+            if let Some(hook) = before_commit {
+                hook();
+            }
             tx.commit().map_err(sql(op))
         })
     }

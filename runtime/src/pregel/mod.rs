@@ -130,8 +130,9 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         } else {
             slots.append(&mut saved);
         }
-        let at = task::At { step, checkpoint: persist.as_ref().map(Persist::current) };
-        let paused = match task::run_step(graph, &state, &run, at, &tasks, &mut slots).await {
+        let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
+        let at = task::At { step, checkpoint: checkpoint.as_ref() };
+        let paused = match task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_mut()).await {
             Ok(paused) => paused,
             Err(error) => {
                 if let Some(persist) = persist {

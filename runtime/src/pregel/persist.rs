@@ -71,7 +71,8 @@ pub(crate) struct Persist {
     bytes_since_snapshot: usize,
     snapshot_len: usize,
     since_snapshot: u32,
-    /// Tasks of the current step whose outputs were loaded from the store, not computed now.
+    /// Tasks of the current step whose outputs are already in the store (loaded from it, or
+    /// stored as they finished), so they are not stored again.
     pub(crate) loaded: Vec<bool>,
     /// Writes of a one-task step, stored in the same transaction as the checkpoint after it:
     /// with no sibling to protect, one commit per step is enough.
@@ -283,6 +284,28 @@ impl Persist {
 
     fn write_record(&self, task: u32, index: u32, body: Vec<u8>) -> WriteRecord {
         WriteRecord { thread_id: self.thread.to_string(), checkpoint_id: self.current.to_string(), task, index, format: FORMAT_VERSION, body }
+    }
+
+    /// Stores the write of one task of a step with several tasks as soon as it finishes.
+    pub(crate) async fn save_finished<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        index: usize,
+        task: &Task,
+        output: &NodeOutput<S>,
+    ) -> Result<(), GraphError> {
+        if self.durability == Durability::Exit {
+            return Ok(());
+        }
+        let body = record::encode_write(graph, task, output)?;
+        self.bytes_since_snapshot += body.len();
+        let write = self.write_record(index as u32, 0, body);
+        self.store_writes(vec![write]).await?;
+        if self.loaded.len() <= index {
+            self.loaded.resize(index + 1, false);
+        }
+        self.loaded[index] = true;
+        Ok(())
     }
 
     /// Saves the writes of the step's tasks that finished now (not those loaded from the store).

@@ -9,6 +9,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use crate::interrupt::Interrupt;
+use crate::pregel::persist::Persist;
 use std::any::Any;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -48,6 +49,7 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     at: At<'_>,
     tasks: &[Task],
     slots: &mut [Option<NodeOutput<S>>],
+    mut persist: Option<&mut Persist>,
 ) -> Result<Vec<(u32, Interrupt)>, GraphError> {
     let mut paused = Vec::new();
     if let ([task], [slot @ None]) = (tasks, &mut *slots) {
@@ -67,7 +69,12 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
         let plain_sync = matches!(node.action, Action::Sync(_)) && node.policy.retry.is_none();
         if plain_sync {
             match run_task(graph, state, run, at, index as u32, task).await {
-                Ok(output) => slots[index] = Some(output),
+                Ok(output) => {
+                    if let Some(persist) = persist.as_deref_mut() {
+                        persist.save_finished(graph, index, task, &output).await?;
+                    }
+                    slots[index] = Some(output);
+                }
                 Err(Stop::Failed(error)) => return Err(error),
                 Err(Stop::Paused(interrupt)) => paused.push((index as u32, interrupt)),
             }
@@ -77,7 +84,13 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     }
     while let Some((index, result)) = pending.next().await {
         match result {
-            Ok(output) => slots[index] = Some(output),
+            Ok(output) => {
+                // Stored at once, so a crash while siblings still run cannot lose it.
+                if let Some(persist) = persist.as_deref_mut() {
+                    persist.save_finished(graph, index, &tasks[index], &output).await?;
+                }
+                slots[index] = Some(output);
+            }
             Err(Stop::Failed(error)) => return Err(error),
             Err(Stop::Paused(interrupt)) => paused.push((index as u32, interrupt)),
         }
