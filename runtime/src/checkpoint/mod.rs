@@ -6,19 +6,28 @@
 //! is rebuilt by folding the writes each step's tasks saved (which are kept anyway, so a
 //! finished task never runs twice). Storage therefore grows linearly with a run.
 //!
-//! Backends implement [`Checkpointer`]: [`MemorySaver`] (the default), and on-disk savers in
-//! later modules. Every stored record carries [`FORMAT_VERSION`]; a record that does not decode
-//! is a [`CheckpointError`] naming the thread, checkpoint and field, never a default value.
+//! Backends implement [`Checkpointer`]: [`MemorySaver`] (the default), `SqliteSaver` (feature
+//! `sqlite`, one file) and `PostgresSaver` (feature `postgres`, many processes). Every stored
+//! record carries [`FORMAT_VERSION`]; a record that does not decode is a [`CheckpointError`]
+//! naming the thread, checkpoint and field, never a default value.
 
 mod error;
 mod id;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
 pub use error::CheckpointError;
 pub use id::new_checkpoint_id;
 pub use memory::MemorySaver;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresSaver;
+/// The pool crate [`PostgresSaver::from_pool`] takes, re-exported so a pool built for it is of
+/// the same version (its `tokio_postgres` is re-exported within it).
+#[cfg(feature = "postgres")]
+pub use deadpool_postgres;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
 
