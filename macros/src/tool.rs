@@ -401,7 +401,12 @@ fn expand_tool(def: &ToolDef) -> TokenStream {
         ReturnType::Type(_, ty) => quote_spanned!(ty.span()=> #p::tool_return(#name, __out)),
         ReturnType::Default => quote!(#p::tool_return(#name, __out)),
     };
-    let (item, strukt, description) = (&def.item, tool_struct(def), &def.description);
+    // The parameters are owned because they are read from JSON; a tool that only borrows one
+    // should not be told by clippy to take a reference it cannot have.
+    let mut item = def.item.clone();
+    item.attrs
+        .push(syn::parse_quote!(#[allow(clippy::needless_pass_by_value)]));
+    let (strukt, description) = (tool_struct(def), &def.description);
     let strukt_ident = struct_ident(def);
     quote! {
         #item

@@ -163,15 +163,17 @@ fn make_strict(schema: &mut Value) {
     }
 }
 
+/// Every property required (those already required first, in their order; then the rest) and
+/// no others allowed.
 fn strict_object(map: &mut Map<String, Value>, required: &[String]) {
-    let mut names = Vec::new();
+    let mut names: Vec<Value> = required.iter().cloned().map(Value::String).collect();
     if let Some(Value::Object(properties)) = map.get_mut("properties") {
         for (name, property) in properties.iter_mut() {
             make_strict(property);
             if !required.contains(name) {
                 make_nullable(property);
+                names.push(Value::String(name.clone()));
             }
-            names.push(Value::String(name.clone()));
         }
     }
     map.insert("required".to_owned(), Value::Array(names));
