@@ -320,22 +320,14 @@ impl Checkpointer for PostgresSaver {
         async move {
             let op = &format!("read thread `{thread}`");
             let client = self.client(op).await?;
-            let row = match id {
-                Some(id) => {
-                    let select = client
-                        .prepare_cached(&format!("{SELECT_CHECKPOINT} WHERE thread_id = $1 AND id = $2"))
-                        .await
-                        .map_err(pg(op))?;
-                    client.query_opt(&select, &[&thread, &id]).await
-                }
-                None => {
-                    let select = client
-                        .prepare_cached(&format!("{SELECT_CHECKPOINT} WHERE thread_id = $1 ORDER BY id DESC LIMIT 1"))
-                        .await
-                        .map_err(pg(op))?;
-                    client.query_opt(&select, &[&thread]).await
-                }
-            };
+            // The checkpoint `id`, or with no id the newest.
+            let select = client
+                .prepare_cached(&format!(
+                    "{SELECT_CHECKPOINT} WHERE thread_id = $1 AND ($2::text IS NULL OR id = $2) ORDER BY id DESC LIMIT 1"
+                ))
+                .await
+                .map_err(pg(op))?;
+            let row = client.query_opt(&select, &[&thread, &id]).await;
             row.map_err(pg(op))?.map(|row| checkpoint_row(thread, &row)).transpose()
         }
         .boxed()
