@@ -125,6 +125,22 @@ pub struct ListFilter {
     pub source: Option<Source>,
 }
 
+/// One operation of [`Checkpointer::put_batch`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BatchOp {
+    /// As [`Checkpointer::put_writes`].
+    Writes(Vec<WriteRecord>),
+    /// As [`Checkpointer::put`].
+    Put {
+        /// The checkpoint.
+        record: CheckpointRecord,
+        /// The head it must find.
+        expected_head: Option<String>,
+        /// Writes stored with it.
+        writes: Vec<WriteRecord>,
+    },
+}
+
 /// A store of checkpoints. Implementations must be safe to share between runs and threads.
 ///
 /// `put` is a compare-and-set on the thread's head: it succeeds only when `expected_head` is
@@ -154,4 +170,19 @@ pub trait Checkpointer: Send + Sync + 'static {
 
     /// Deletes every checkpoint and write of `thread`.
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>>;
+
+    /// Applies `ops` in order. Backends with transactions override this to apply them in one
+    /// (all or nothing), so a run under `Durability::Async` pays one commit for several steps.
+    /// The default applies them one by one and stops at the first error.
+    fn put_batch(&self, ops: Vec<BatchOp>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+        Box::pin(async move {
+            for op in ops {
+                match op {
+                    BatchOp::Writes(writes) => self.put_writes(writes).await?,
+                    BatchOp::Put { record, expected_head, writes } => self.put(record, expected_head, writes).await?,
+                }
+            }
+            Ok(())
+        })
+    }
 }

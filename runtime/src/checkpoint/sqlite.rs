@@ -1,6 +1,6 @@
 //! The SQLite checkpointer: one file, the embedded default for durable runs.
 
-use super::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, WriteRecord};
+use super::{BatchOp, CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, WriteRecord};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use rusqlite::{params, Connection, OptionalExtension, Row};
@@ -177,6 +177,39 @@ fn checkpoint_row(row: &Row<'_>) -> rusqlite::Result<Result<CheckpointRecord, Ch
     Ok(Ok(CheckpointRecord { thread_id, id, parent_id, step, source, created_at_ms, format, body }))
 }
 
+/// Inserts a checkpoint and its writes if the thread's head is still `expected_head`.
+fn put_in(
+    tx: &rusqlite::Transaction<'_>,
+    op: &str,
+    record: CheckpointRecord,
+    expected_head: Option<String>,
+    writes: &[WriteRecord],
+) -> Result<(), CheckpointError> {
+    let head: Option<String> = tx
+        .query_row("SELECT max(id) FROM checkpoints WHERE thread_id = ?1", [&record.thread_id], |r| r.get(0))
+        .map_err(sql(op))?;
+    if head != expected_head {
+        return Err(CheckpointError::Conflict { thread: record.thread_id, expected: expected_head, found: head });
+    }
+    insert_writes(tx, writes).map_err(sql(op))?;
+    tx.execute(
+        "INSERT INTO checkpoints (thread_id, id, parent_id, step, source, created_at_ms, format, body) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            record.thread_id,
+            record.id,
+            record.parent_id,
+            record.step,
+            record.source.as_str(),
+            i64::try_from(record.created_at_ms).unwrap_or(i64::MAX),
+            record.format,
+            record.body
+        ],
+    )
+    .map_err(sql(op))?;
+    Ok(())
+}
+
 const SELECT_CHECKPOINT: &str =
     "SELECT thread_id, id, parent_id, step, source, created_at_ms, format, body FROM checkpoints";
 
@@ -187,33 +220,24 @@ impl Checkpointer for SqliteSaver {
         expected_head: Option<String>,
         writes: Vec<WriteRecord>,
     ) -> BoxFuture<'_, Result<(), CheckpointError>> {
-        let operation = format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id);
+        self.put_batch(vec![BatchOp::Put { record, expected_head, writes }])
+    }
+
+    fn put_batch(&self, ops: Vec<BatchOp>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+        let operation = match ops.as_slice() {
+            [BatchOp::Put { record, .. }] => format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id),
+            _ => format!("stored a batch of {} checkpoint operation(s)", ops.len()),
+        };
         let before_commit = self.before_commit;
         self.call(operation.clone(), move |c| {
             let op = operation.as_str();
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(op))?;
-            let head: Option<String> = tx
-                .query_row("SELECT max(id) FROM checkpoints WHERE thread_id = ?1", [&record.thread_id], |r| r.get(0))
-                .map_err(sql(op))?;
-            if head != expected_head {
-                return Err(CheckpointError::Conflict { thread: record.thread_id, expected: expected_head, found: head });
+            for batch_op in ops {
+                match batch_op {
+                    BatchOp::Writes(writes) => insert_writes(&tx, &writes).map_err(sql(op))?,
+                    BatchOp::Put { record, expected_head, writes } => put_in(&tx, op, record, expected_head, &writes)?,
+                }
             }
-            insert_writes(&tx, &writes).map_err(sql(op))?;
-            tx.execute(
-                "INSERT INTO checkpoints (thread_id, id, parent_id, step, source, created_at_ms, format, body) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    record.thread_id,
-                    record.id,
-                    record.parent_id,
-                    record.step,
-                    record.source.as_str(),
-                    i64::try_from(record.created_at_ms).unwrap_or(i64::MAX),
-                    record.format,
-                    record.body
-                ],
-            )
-            .map_err(sql(op))?;
             if let Some(hook) = before_commit {
                 hook();
             }

@@ -5,7 +5,7 @@
 use super::planner::Planner;
 use super::record::{self, At, Body, Decoded};
 use super::Task;
-use crate::checkpoint::{new_checkpoint_id, CheckpointError, CheckpointRecord, Checkpointer, Source, WriteRecord, FORMAT_VERSION};
+use crate::checkpoint::{new_checkpoint_id, BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Source, WriteRecord, FORMAT_VERSION};
 use crate::config::Durability;
 use crate::error::GraphError;
 use crate::graph::Inner;
@@ -45,14 +45,13 @@ impl Drop for ThreadLock<'_> {
     }
 }
 
-enum SaveOp {
-    Writes(Vec<WriteRecord>),
-    Put(CheckpointRecord, Option<String>, Vec<WriteRecord>),
-}
+/// How many operations the background writer may hold: the run runs at most this far ahead of
+/// the store, so a slow store slows the run instead of filling memory.
+const WRITER_QUEUE: usize = 64;
 
 /// The background writer of `Durability::Async`: one task that stores records in order.
 struct Writer {
-    queue: mpsc::Sender<SaveOp>,
+    queue: mpsc::Sender<BatchOp>,
     task: JoinHandle<Result<(), CheckpointError>>,
 }
 
@@ -154,14 +153,14 @@ impl<S: State> Stored<S> {
 impl Persist {
     fn new(saver: Arc<dyn Checkpointer>, thread: Arc<str>, durability: Durability, head: Option<&CheckpointRecord>) -> Self {
         let writer = (durability == Durability::Async).then(|| {
-            let (queue, mut rx) = mpsc::channel::<SaveOp>(2);
+            let (queue, mut rx) = mpsc::channel::<BatchOp>(WRITER_QUEUE);
             let saver = Arc::clone(&saver);
             let task = tokio::spawn(async move {
-                while let Some(op) = rx.recv().await {
-                    match op {
-                        SaveOp::Writes(writes) => saver.put_writes(writes).await?,
-                        SaveOp::Put(record, expected, writes) => saver.put(record, expected, writes).await?,
-                    }
+                // Whatever queued up while the last batch was being stored goes in one batch:
+                // one commit for several steps (group commit).
+                let mut batch = Vec::with_capacity(WRITER_QUEUE);
+                while rx.recv_many(&mut batch, WRITER_QUEUE).await > 0 {
+                    saver.put_batch(std::mem::take(&mut batch)).await?;
                 }
                 Ok(())
             });
@@ -415,20 +414,20 @@ impl Persist {
         self.current = Arc::from(id.as_str());
         let writes = std::mem::take(&mut self.held);
         if self.writer.is_some() {
-            return self.enqueue(SaveOp::Put(record, expected, writes)).await;
+            return self.enqueue(BatchOp::Put { record, expected_head: expected, writes }).await;
         }
         Ok(self.saver.put(record, expected, writes).await?)
     }
 
     async fn store_writes(&mut self, writes: Vec<WriteRecord>) -> Result<(), GraphError> {
         if self.writer.is_some() {
-            return self.enqueue(SaveOp::Writes(writes)).await;
+            return self.enqueue(BatchOp::Writes(writes)).await;
         }
         Ok(self.saver.put_writes(writes).await?)
     }
 
     /// Hands `op` to the background writer; if the writer stopped, reports why.
-    async fn enqueue(&mut self, op: SaveOp) -> Result<(), GraphError> {
+    async fn enqueue(&mut self, op: BatchOp) -> Result<(), GraphError> {
         let sent = match &self.writer {
             Some(writer) => writer.queue.send(op).await.is_ok(),
             None => false,
