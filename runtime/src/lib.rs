@@ -77,6 +77,7 @@ pub(crate) mod pregel;
 pub mod reducer;
 pub mod runtime;
 pub mod state;
+pub mod store;
 pub mod tool;
 
 pub use checkpoint::{Checkpointer, MemorySaver};
@@ -97,6 +98,7 @@ pub use node::{Command, Route, END, START};
 pub use policy::{NodePolicy, RetryPolicy};
 pub use runtime::Runtime;
 pub use state::{Overwrite, State, Update, Write};
+pub use store::{InMemoryStore, Store, StoreError};
 pub use tool::{tools_condition, Tool, ToolNode, ToolRuntime};
 
 /// What a graph module needs in one import.

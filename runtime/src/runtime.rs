@@ -2,6 +2,7 @@
 
 use crate::error::NodeError;
 use crate::interrupt::Interrupt;
+use crate::store::{Store, StoreError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -61,6 +62,8 @@ pub(crate) struct RunShared<C> {
     pub(crate) thread_id: Option<Arc<str>>,
     pub(crate) run_id: u64,
     pub(crate) node_names: Arc<[Arc<str>]>,
+    /// The graph's long-term memory, if it was given one.
+    pub(crate) store: Option<Arc<dyn Store>>,
 }
 
 /// Where a task sits in its run.
@@ -107,6 +110,15 @@ impl<C> Runtime<C> {
     /// A number that identifies this run among the runs of this process.
     pub fn run_id(&self) -> u64 {
         self.run.run_id
+    }
+
+    /// The graph's long-term memory, shared by every thread (see [`crate::store`]).
+    ///
+    /// Returns [`StoreError::NoStore`] when the graph was compiled without
+    /// [`StateGraph::store`](crate::StateGraph::store), so a node can write `rt.store()?` and a
+    /// missing store fails the node with a message that says how to add one.
+    pub fn store(&self) -> Result<&dyn Store, StoreError> {
+        self.run.store.as_deref().ok_or(StoreError::NoStore)
     }
 
     /// Pauses the run to ask a person (or another system) for `value`'s answer.

@@ -12,6 +12,7 @@ use graphwright_wiring::{NodeDecl, Topology};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use crate::checkpoint::{Checkpointer, MemorySaver};
+use crate::store::Store;
 
 /// Builds a graph at run time; `compile` checks it with the same rules `#[graph]` checks at
 /// compile time. The `#[graph]` macro expands to calls of this builder.
@@ -60,6 +61,7 @@ pub struct StateGraph<S: State, C = ()> {
     recursion_limit: u64,
     default_context: Option<fn() -> C>,
     saver: Option<Arc<dyn Checkpointer>>,
+    store: Option<Arc<dyn Store>>,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
 }
@@ -106,6 +108,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             recursion_limit: DEFAULT_RECURSION_LIMIT,
             default_context: default,
             saver: None,
+            store: None,
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
         }
@@ -206,6 +209,21 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     #[must_use]
     pub fn shared_checkpointer(mut self, saver: Arc<dyn Checkpointer>) -> Self {
         self.saver = Some(saver);
+        self
+    }
+
+    /// The long-term memory nodes reach with [`Runtime::store`](crate::Runtime::store), shared
+    /// by every thread; none when not set.
+    #[must_use]
+    pub fn store(mut self, store: impl Store) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// The same, for a store shared with other graphs or code.
+    #[must_use]
+    pub fn shared_store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
         self
     }
 
@@ -440,6 +458,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             recursion_limit: self.recursion_limit,
             default_context: self.default_context,
             saver: self.saver.unwrap_or_else(|| Arc::new(MemorySaver::new())),
+            store: self.store,
             busy: Mutex::default(),
         })
     }

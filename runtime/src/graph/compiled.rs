@@ -9,6 +9,7 @@ use crate::policy::NodePolicy;
 use crate::pregel;
 use crate::runtime::RunShared;
 use crate::state::State;
+use crate::store::Store;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,6 +68,8 @@ pub(crate) struct Inner<S: State, C> {
     pub(crate) default_context: Option<fn() -> C>,
     /// Where runs with a thread keep their checkpoints.
     pub(crate) saver: Arc<dyn Checkpointer>,
+    /// The long-term memory every run's nodes share, if any.
+    pub(crate) store: Option<Arc<dyn Store>>,
     /// Threads with a run in progress in this process.
     pub(crate) busy: Mutex<HashSet<Arc<str>>>,
 }
@@ -185,6 +188,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             thread_id: cfg.thread_id.clone(),
             run_id: RUN_IDS.fetch_add(1, Ordering::Relaxed),
             node_names: Arc::clone(&self.inner.node_names),
+            store: self.inner.store.clone(),
         }))
     }
 }

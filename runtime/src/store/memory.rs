@@ -1,0 +1,212 @@
+//! The in-process store.
+
+use super::{
+    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, live, time_of,
+    ttl_millis, under, Item, SearchQuery, Store, StoreError, StoreOptions, Sweeper,
+};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Keeps items in memory: for tests, and for memory that may end with the process. Cheap to
+/// share behind an `Arc`.
+///
+/// ```
+/// use graphwright::store::{InMemoryStore, Store};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), graphwright::store::StoreError> {
+/// let store = InMemoryStore::new();
+/// store.put(&["users", "u1"], "language", json!({"value": "nb"}), None).await?;
+/// let item = store.get(&["users", "u1"], "language").await?.expect("just put");
+/// assert_eq!(item.value["value"], "nb");
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct InMemoryStore {
+    /// Entries by (stored namespace, key): the order `search` returns them in.
+    items: Mutex<Items>,
+    options: StoreOptions,
+    sweeper: Sweeper,
+}
+
+/// Entries by (stored namespace, key).
+type Items = BTreeMap<(String, String), Entry>;
+
+#[derive(Debug)]
+struct Entry {
+    value: Value,
+    created_ms: u64,
+    updated_ms: u64,
+    expires_ms: Option<u64>,
+    ttl_ms: Option<u64>,
+}
+
+impl Default for InMemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InMemoryStore {
+    /// An empty store with the default [`StoreOptions`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_options(StoreOptions::default())
+    }
+
+    /// An empty store with `options` (its clock, refresh on read, sweep interval).
+    #[must_use]
+    pub fn with_options(options: StoreOptions) -> Self {
+        Self { items: Mutex::default(), sweeper: Sweeper::new(&options), options }
+    }
+
+    fn lock(&self, operation: &str) -> Result<MutexGuard<'_, Items>, StoreError> {
+        self.items
+            .lock()
+            .map_err(|_| StoreError::backend(operation.to_owned(), "the in-memory store's lock is poisoned: a task panicked while holding it"))
+    }
+
+    /// Deletes the expired entries; returns how many.
+    fn sweep_locked(items: &mut Items, now_ms: u64) -> usize {
+        let before = items.len();
+        items.retain(|_, e| live(e.expires_ms, now_ms));
+        before - items.len()
+    }
+
+    /// Reads `entry` as an item at `now_ms`, refreshing its time to live first if the store does.
+    fn read(&self, (namespace, key): &(String, String), entry: &mut Entry, now_ms: u64) -> Result<Item, StoreError> {
+        if let Some(ttl) = entry.ttl_ms.filter(|_| self.options.refreshes()) {
+            entry.expires_ms = Some(expiry(now_ms, ttl));
+        }
+        let labels = decode_namespace(namespace).ok_or_else(|| StoreError::Corrupt {
+            namespace: namespace.clone(),
+            key: key.clone(),
+            field: "namespace".into(),
+            reason: "an empty label".into(),
+        })?;
+        Ok(Item {
+            namespace: labels,
+            key: key.clone(),
+            value: entry.value.clone(),
+            created_at: time_of(entry.created_ms),
+            updated_at: time_of(entry.updated_ms),
+            expires_at: entry.expires_ms.map(time_of),
+        })
+    }
+}
+
+impl Store for InMemoryStore {
+    fn put<'a>(
+        &'a self,
+        namespace: &'a [&'a str],
+        key: &'a str,
+        value: Value,
+        ttl: Option<Duration>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let result = (|| {
+            let encoded = encode_namespace(namespace)?;
+            check_key(key)?;
+            let mut items = self.lock("put an item")?;
+            let now = self.options.now_ms();
+            if self.sweeper.due(now) {
+                Self::sweep_locked(&mut items, now);
+            }
+            let ttl_ms = ttl.map(ttl_millis);
+            let entry = items.entry((encoded, key.to_owned())).or_insert(Entry {
+                value: Value::Null,
+                created_ms: now,
+                updated_ms: now,
+                expires_ms: None,
+                ttl_ms: None,
+            });
+            if !live(entry.expires_ms, now) {
+                entry.created_ms = now;
+            }
+            *entry = Entry { value, created_ms: entry.created_ms, updated_ms: now, expires_ms: ttl_ms.map(|t| expiry(now, t)), ttl_ms };
+            Ok(())
+        })();
+        async move { result }.boxed()
+    }
+
+    fn get<'a>(&'a self, namespace: &'a [&'a str], key: &'a str) -> BoxFuture<'a, Result<Option<Item>, StoreError>> {
+        let result = (|| {
+            let id = (encode_namespace(namespace)?, key.to_owned());
+            check_key(key)?;
+            let mut items = self.lock("read an item")?;
+            let now = self.options.now_ms();
+            match items.get_mut(&id) {
+                Some(entry) if live(entry.expires_ms, now) => self.read(&id, entry, now).map(Some),
+                _ => Ok(None),
+            }
+        })();
+        async move { result }.boxed()
+    }
+
+    fn delete<'a>(&'a self, namespace: &'a [&'a str], key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let result = (|| {
+            let id = (encode_namespace(namespace)?, key.to_owned());
+            check_key(key)?;
+            let mut items = self.lock("deleted an item")?;
+            items.remove(&id);
+            let now = self.options.now_ms();
+            if self.sweeper.due(now) {
+                Self::sweep_locked(&mut items, now);
+            }
+            Ok(())
+        })();
+        async move { result }.boxed()
+    }
+
+    fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
+        let result = (|| {
+            let prefix = encode_prefix(prefix)?;
+            let mut items = self.lock("searched items")?;
+            let now = self.options.now_ms();
+            let mut out = Vec::new();
+            let matching = items
+                .iter_mut()
+                .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
+                .skip(query.offset)
+                .take(query.limit.unwrap_or(usize::MAX));
+            for (id, entry) in matching {
+                out.push(self.read(id, entry, now)?);
+            }
+            Ok(out)
+        })();
+        async move { result }.boxed()
+    }
+
+    fn list_namespaces<'a>(
+        &'a self,
+        prefix: &'a [&'a str],
+        max_depth: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Vec<String>>, StoreError>> {
+        let result = (|| {
+            let prefix = encode_prefix(prefix)?;
+            check_depth(max_depth)?;
+            let items = self.lock("listed namespaces")?;
+            let now = self.options.now_ms();
+            let namespaces = items
+                .iter()
+                .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now))
+                .map(|(id, _)| id.0.as_str());
+            Ok(cut_namespaces(namespaces, max_depth))
+        })();
+        async move { result }.boxed()
+    }
+
+    fn sweep(&self) -> BoxFuture<'_, Result<usize, StoreError>> {
+        let result = (|| {
+            let mut items = self.lock("swept expired items")?;
+            let now = self.options.now_ms();
+            self.sweeper.swept(now);
+            Ok(Self::sweep_locked(&mut items, now))
+        })();
+        async move { result }.boxed()
+    }
+}

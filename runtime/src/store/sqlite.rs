@@ -1,0 +1,434 @@
+//! The SQLite store: one file, its own tables, safe to share with `SqliteSaver`.
+
+use super::{
+    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, time_of, under,
+    Item, SearchQuery, Store, StoreError, StoreOptions, Sweeper, MAX_TIME_MS, SEPARATOR,
+};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The schema of the store's tables this version writes and reads; stored in `graphwright_meta`
+/// under `store_schema_version` (the checkpointer keeps its own version beside it).
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS graphwright_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS store_items (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    expires_at_ms INTEGER,
+    ttl_ms INTEGER,
+    PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS store_items_expiry ON store_items (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
+";
+
+/// The columns every read selects, in the order [`item_row`] reads them.
+const SELECT_ITEM: &str =
+    "SELECT namespace, key, value, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms FROM store_items";
+
+/// Live items, under the prefix given as ?2 (NULL for every item), at the time given as ?1.
+const LIVE_UNDER_PREFIX: &str = "(expires_at_ms IS NULL OR expires_at_ms > ?1) \
+     AND (?2 IS NULL OR namespace = ?2 OR (namespace >= ?3 AND namespace < ?4))";
+
+/// Keeps items in one SQLite file in WAL mode with every commit synced, like `SqliteSaver`, in
+/// its own tables (`store_items`), so both can use the same file.
+///
+/// Values are stored as JSON text; times as milliseconds since the Unix epoch. Filters are
+/// applied in Rust after SQLite has selected the live items under the prefix, so their rules
+/// are exactly [`Filter`](super::Filter)'s in every backend. Calls run on tokio's blocking pool.
+///
+/// ```
+/// use graphwright::store::{SqliteStore, Store};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = std::env::temp_dir().join(format!("graphwright-store-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let store = SqliteStore::open(dir.join("agent.db"))?;
+/// store.put(&["users", "u1"], "language", json!("nb"), None).await?;
+/// assert_eq!(store.get(&["users", "u1"], "language").await?.map(|i| i.value), Some(json!("nb")));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SqliteStore {
+    connection: Arc<Mutex<Connection>>,
+    options: Arc<StoreOptions>,
+    sweeper: Arc<Sweeper>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path` and the store's tables, with the default
+    /// [`StoreOptions`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, StoreOptions::default())
+    }
+
+    /// Opens (or creates) the database at `path` and the store's tables, with `options`.
+    pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let connection =
+            Connection::open(path).map_err(|e| StoreError::backend(format!("opened {}", path.display()), e))?;
+        Self::from_connection(connection, options)
+    }
+
+    /// Uses an open connection (for example one opened with custom flags).
+    pub fn from_connection(connection: Connection, options: StoreOptions) -> Result<Self, StoreError> {
+        let setup = |c: &Connection| -> rusqlite::Result<Option<i64>> {
+            c.pragma_update(None, "journal_mode", "WAL")?;
+            c.pragma_update(None, "synchronous", "FULL")?;
+            c.busy_timeout(Duration::from_secs(5))?;
+            c.execute_batch(SCHEMA)?;
+            c.execute(
+                "INSERT OR IGNORE INTO graphwright_meta (key, value) VALUES ('store_schema_version', ?1)",
+                [SCHEMA_VERSION],
+            )?;
+            c.query_row("SELECT value FROM graphwright_meta WHERE key = 'store_schema_version'", [], |r| r.get(0))
+                .optional()
+        };
+        let version = setup(&connection).map_err(|e| StoreError::backend("set up the store tables", e))?;
+        if version != Some(SCHEMA_VERSION) {
+            return Err(StoreError::backend(
+                "checked the store schema version",
+                format!("the file has store schema version {version:?}; this version of graphwright reads {SCHEMA_VERSION}"),
+            ));
+        }
+        Ok(Self { connection: Arc::new(Mutex::new(connection)), sweeper: Arc::new(Sweeper::new(&options)), options: Arc::new(options) })
+    }
+
+    /// Runs `f` on the connection on the blocking pool, with the current time in milliseconds.
+    fn call<T, F>(&self, operation: String, f: F) -> BoxFuture<'static, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, u64) -> Result<T, StoreError> + Send + 'static,
+    {
+        let connection = Arc::clone(&self.connection);
+        let now = self.options.now_ms();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let mut guard = connection
+                    .lock()
+                    .map_err(|_| StoreError::backend(operation.clone(), "the connection lock is poisoned"))?;
+                f(&mut guard, now)
+            })
+            .await
+            .map_err(|e| StoreError::backend("ran a database call", e))?
+        }
+        .boxed()
+    }
+
+    /// Starts a transaction that may write (`IMMEDIATE`, so it never fails to upgrade a read lock).
+    fn begin<'c>(c: &'c mut Connection, operation: &str) -> Result<Transaction<'c>, StoreError> {
+        c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql(operation))
+    }
+}
+
+fn sql(operation: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |e| StoreError::backend(operation.to_owned(), e)
+}
+
+/// A time in milliseconds as SQLite holds it.
+fn ms_param(ms: u64) -> i64 {
+    i64::try_from(ms.min(MAX_TIME_MS)).unwrap_or(i64::MAX)
+}
+
+/// The `LIVE_UNDER_PREFIX` parameters ?2..?4 for the stored prefix `prefix`.
+fn prefix_params(prefix: &str) -> (Option<String>, String, String) {
+    if prefix.is_empty() {
+        return (None, String::new(), String::new());
+    }
+    // Namespaces under `prefix` start with prefix + U+001F, so they sort between that and
+    // prefix + U+0020, the next code point (one byte each in UTF-8).
+    (Some(prefix.to_owned()), format!("{prefix}{SEPARATOR}"), format!("{prefix}\u{20}"))
+}
+
+/// One row as stored, before it becomes an [`Item`].
+struct Stored {
+    namespace: String,
+    item: Item,
+    ttl_ms: Option<u64>,
+}
+
+/// Reads an item row, naming the column that does not hold what it should.
+fn item_row(row: &Row<'_>) -> Result<Stored, StoreError> {
+    let namespace: String = row.get(0).unwrap_or_else(|_| "<unreadable>".to_owned());
+    let key: String = row.get(1).unwrap_or_else(|_| "<unreadable>".to_owned());
+    let corrupt = |field: &str, reason: String| StoreError::Corrupt {
+        namespace: namespace.clone(),
+        key: key.clone(),
+        field: field.to_owned(),
+        reason,
+    };
+    if let Err(e) = row.get::<_, String>(0) {
+        return Err(corrupt("namespace", e.to_string()));
+    }
+    if let Err(e) = row.get::<_, String>(1) {
+        return Err(corrupt("key", e.to_string()));
+    }
+    let Some(labels) = decode_namespace(&namespace) else {
+        return Err(corrupt("namespace", "it has an empty label".into()));
+    };
+    let value = match row.get::<_, String>(2).map(|text| serde_json::from_str::<Value>(&text)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(e)) => return Err(corrupt("value", format!("not JSON: {e}"))),
+        Err(e) => return Err(corrupt("value", e.to_string())),
+    };
+    let time = |index: usize, field: &str| -> Result<Option<u64>, StoreError> {
+        match row.get::<_, Option<i64>>(index) {
+            Ok(None) => Ok(None),
+            Ok(Some(ms)) => match u64::try_from(ms) {
+                Ok(ms) if ms <= MAX_TIME_MS => Ok(Some(ms)),
+                _ => Err(corrupt(field, format!("{ms} is not a time in milliseconds since 1970 before the year 10000"))),
+            },
+            Err(e) => Err(corrupt(field, e.to_string())),
+        }
+    };
+    let required = |index: usize, field: &str| -> Result<u64, StoreError> {
+        time(index, field)?.ok_or_else(|| corrupt(field, "it is NULL".into()))
+    };
+    let created = required(3, "created_at_ms")?;
+    let updated = required(4, "updated_at_ms")?;
+    let expires = time(5, "expires_at_ms")?;
+    let ttl_ms = time(6, "ttl_ms")?;
+    Ok(Stored {
+        namespace,
+        item: Item {
+            namespace: labels,
+            key,
+            value,
+            created_at: time_of(created),
+            updated_at: time_of(updated),
+            expires_at: expires.map(time_of),
+        },
+        ttl_ms,
+    })
+}
+
+/// Restarts the time to live of `stored` at `now`, in the row and in the item returned.
+fn refresh(tx: &Transaction<'_>, stored: &mut Stored, now: u64, operation: &str) -> Result<(), StoreError> {
+    if let Some(ttl) = stored.ttl_ms {
+        let expires = expiry(now, ttl);
+        tx.execute(
+            "UPDATE store_items SET expires_at_ms = ?3 WHERE namespace = ?1 AND key = ?2",
+            params![stored.namespace, stored.item.key, ms_param(expires)],
+        )
+        .map_err(sql(operation))?;
+        stored.item.expires_at = Some(time_of(expires));
+    }
+    Ok(())
+}
+
+fn sweep_expired(tx: &Transaction<'_>, now: u64, operation: &str) -> Result<usize, StoreError> {
+    tx.execute("DELETE FROM store_items WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?1", [ms_param(now)])
+        .map_err(sql(operation))
+}
+
+impl Store for SqliteStore {
+    fn put<'a>(
+        &'a self,
+        namespace: &'a [&'a str],
+        key: &'a str,
+        value: Value,
+        ttl: Option<Duration>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let encoded = match encode_namespace(namespace).and_then(|ns| check_key(key).map(|()| ns)) {
+            Ok(encoded) => encoded,
+            Err(e) => return async move { Err(e) }.boxed(),
+        };
+        let (key, sweeper) = (key.to_owned(), Arc::clone(&self.sweeper));
+        let operation = format!("put {key:?} in namespace {namespace:?}");
+        self.call(operation.clone(), move |c, now| {
+            let op = operation.as_str();
+            let text = serde_json::to_string(&value).map_err(|e| StoreError::backend(op, e))?;
+            let ttl_ms = ttl.map(super::ttl_millis);
+            let tx = SqliteStore::begin(c, op)?;
+            if sweeper.due(now) {
+                sweep_expired(&tx, now, op)?;
+            }
+            tx.execute(
+                "INSERT INTO store_items (namespace, key, value, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6) \
+                 ON CONFLICT (namespace, key) DO UPDATE SET \
+                   value = excluded.value, \
+                   created_at_ms = CASE WHEN store_items.expires_at_ms IS NOT NULL \
+                     AND store_items.expires_at_ms <= excluded.updated_at_ms \
+                     THEN excluded.created_at_ms ELSE store_items.created_at_ms END, \
+                   updated_at_ms = excluded.updated_at_ms, \
+                   expires_at_ms = excluded.expires_at_ms, \
+                   ttl_ms = excluded.ttl_ms",
+                params![
+                    encoded,
+                    key,
+                    text,
+                    ms_param(now),
+                    ttl_ms.map(|t| ms_param(expiry(now, t))),
+                    ttl_ms.map(ms_param)
+                ],
+            )
+            .map_err(sql(op))?;
+            tx.commit().map_err(sql(op))
+        })
+    }
+
+    fn get<'a>(&'a self, namespace: &'a [&'a str], key: &'a str) -> BoxFuture<'a, Result<Option<Item>, StoreError>> {
+        let encoded = match encode_namespace(namespace).and_then(|ns| check_key(key).map(|()| ns)) {
+            Ok(encoded) => encoded,
+            Err(e) => return async move { Err(e) }.boxed(),
+        };
+        let key = key.to_owned();
+        let refreshes = self.options.refreshes();
+        let operation = format!("read {key:?} in namespace {namespace:?}");
+        self.call(operation.clone(), move |c, now| {
+            let op = operation.as_str();
+            let tx = if refreshes { SqliteStore::begin(c, op)? } else { c.transaction().map_err(sql(op))? };
+            let row = tx
+                .query_row(
+                    &format!("{SELECT_ITEM} WHERE namespace = ?1 AND key = ?2 AND (expires_at_ms IS NULL OR expires_at_ms > ?3)"),
+                    params![encoded, key, ms_param(now)],
+                    |r| Ok(item_row(r)),
+                )
+                .optional()
+                .map_err(sql(op))?;
+            let Some(stored) = row else { return Ok(None) };
+            let mut stored = stored?;
+            if refreshes {
+                refresh(&tx, &mut stored, now, op)?;
+            }
+            tx.commit().map_err(sql(op))?;
+            Ok(Some(stored.item))
+        })
+    }
+
+    fn delete<'a>(&'a self, namespace: &'a [&'a str], key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let encoded = match encode_namespace(namespace).and_then(|ns| check_key(key).map(|()| ns)) {
+            Ok(encoded) => encoded,
+            Err(e) => return async move { Err(e) }.boxed(),
+        };
+        let (key, sweeper) = (key.to_owned(), Arc::clone(&self.sweeper));
+        let operation = format!("deleted {key:?} in namespace {namespace:?}");
+        self.call(operation.clone(), move |c, now| {
+            let op = operation.as_str();
+            let tx = SqliteStore::begin(c, op)?;
+            tx.execute("DELETE FROM store_items WHERE namespace = ?1 AND key = ?2", params![encoded, key])
+                .map_err(sql(op))?;
+            if sweeper.due(now) {
+                sweep_expired(&tx, now, op)?;
+            }
+            tx.commit().map_err(sql(op))
+        })
+    }
+
+    fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
+        let prefix_encoded = match encode_prefix(prefix) {
+            Ok(p) => p,
+            Err(e) => return async move { Err(e) }.boxed(),
+        };
+        let refreshes = self.options.refreshes();
+        let operation = format!("searched namespace prefix {prefix:?}");
+        self.call(operation.clone(), move |c, now| {
+            let op = operation.as_str();
+            let tx = if refreshes { SqliteStore::begin(c, op)? } else { c.transaction().map_err(sql(op))? };
+            let mut found = Vec::new();
+            {
+                let mut statement = tx
+                    .prepare_cached(&format!("{SELECT_ITEM} WHERE {LIVE_UNDER_PREFIX} ORDER BY namespace, key"))
+                    .map_err(sql(op))?;
+                let (p, low, high) = prefix_params(&prefix_encoded);
+                let rows = statement.query_map(params![ms_param(now), p, low, high], |r| Ok(item_row(r))).map_err(sql(op))?;
+                let mut skipped = 0;
+                let limit = query.limit.unwrap_or(usize::MAX);
+                for row in rows {
+                    if found.len() >= limit {
+                        break;
+                    }
+                    let stored = row.map_err(sql(op))??;
+                    debug_assert!(under(&stored.namespace, &prefix_encoded));
+                    if !query.filter.matches(&stored.item.value) {
+                        continue;
+                    }
+                    if skipped < query.offset {
+                        skipped += 1;
+                        continue;
+                    }
+                    found.push(stored);
+                }
+            }
+            if refreshes {
+                for stored in &mut found {
+                    refresh(&tx, stored, now, op)?;
+                }
+            }
+            tx.commit().map_err(sql(op))?;
+            Ok(found.into_iter().map(|s| s.item).collect())
+        })
+    }
+
+    fn list_namespaces<'a>(
+        &'a self,
+        prefix: &'a [&'a str],
+        max_depth: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Vec<String>>, StoreError>> {
+        let prefix_encoded = match encode_prefix(prefix).and_then(|p| check_depth(max_depth).map(|()| p)) {
+            Ok(p) => p,
+            Err(e) => return async move { Err(e) }.boxed(),
+        };
+        let operation = format!("listed the namespaces under {prefix:?}");
+        self.call(operation.clone(), move |c, now| {
+            let op = operation.as_str();
+            let mut statement = c
+                .prepare_cached(&format!("SELECT DISTINCT namespace FROM store_items WHERE {LIVE_UNDER_PREFIX} ORDER BY namespace"))
+                .map_err(sql(op))?;
+            let (p, low, high) = prefix_params(&prefix_encoded);
+            let rows = statement
+                .query_map(params![ms_param(now), p, low, high], |r| r.get::<_, String>(0))
+                .map_err(sql(op))?;
+            let mut namespaces = Vec::new();
+            for row in rows {
+                let namespace = row.map_err(|e| StoreError::Corrupt {
+                    namespace: "<unreadable>".into(),
+                    key: "<any>".into(),
+                    field: "namespace".into(),
+                    reason: e.to_string(),
+                })?;
+                if decode_namespace(&namespace).is_none() {
+                    return Err(StoreError::Corrupt {
+                        namespace,
+                        key: "<any>".into(),
+                        field: "namespace".into(),
+                        reason: "it has an empty label".into(),
+                    });
+                }
+                namespaces.push(namespace);
+            }
+            Ok(cut_namespaces(namespaces.iter().map(String::as_str), max_depth))
+        })
+    }
+
+    fn sweep(&self) -> BoxFuture<'_, Result<usize, StoreError>> {
+        let sweeper = Arc::clone(&self.sweeper);
+        self.call("swept expired items".into(), move |c, now| {
+            let op = "swept expired items";
+            let tx = SqliteStore::begin(c, op)?;
+            let removed = sweep_expired(&tx, now, op)?;
+            tx.commit().map_err(sql(op))?;
+            sweeper.swept(now);
+            Ok(removed)
+        })
+    }
+}
