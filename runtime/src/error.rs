@@ -221,6 +221,9 @@ pub enum GraphError {
         /// The ids of the pending interrupts.
         pending: Vec<String>,
     },
+    /// The stream of a run was dropped, so the run stopped.
+    #[error("the run's stream was dropped, so the run stopped")]
+    StreamClosed,
     /// A thread operation was called with a config that names no thread.
     #[error("graph `{graph}`: this needs a thread; pass one with `RunConfig::thread(id)`")]
     NoThread {

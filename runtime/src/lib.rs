@@ -77,6 +77,7 @@ pub(crate) mod pregel;
 pub mod reducer;
 pub mod runtime;
 pub mod state;
+pub mod stream;
 pub mod store;
 pub mod tool;
 
@@ -98,6 +99,7 @@ pub use node::{Command, Route, END, START};
 pub use policy::{NodePolicy, RetryPolicy};
 pub use runtime::Runtime;
 pub use state::{Overwrite, State, Update, Write};
+pub use stream::{Event, EventKind, RunStream, StreamMode, StreamModes};
 pub use store::{InMemoryStore, Store, StoreError};
 pub use tool::{tools_condition, Tool, ToolNode, ToolRuntime};
 
@@ -105,7 +107,7 @@ pub use tool::{tools_condition, Tool, ToolNode, ToolRuntime};
 pub mod prelude {
     pub use crate::{
         graph, node, state, BuildError, Command, CompiledGraph, GraphError, Message, NodeError, NodePolicy,
-        Overwrite, RetryPolicy, Role, Route, RunConfig, Runtime, State, StateGraph, Update, END, START,
+        Overwrite, RetryPolicy, Role, Route, RunConfig, Runtime, State, StateGraph, StreamMode, Update, END, START,
     };
     pub use crate::{tool, tools, tools_condition, Tool, ToolCall, ToolNode, ToolRuntime};
 }

@@ -64,6 +64,8 @@ pub(crate) struct RunShared<C> {
     pub(crate) node_names: Arc<[Arc<str>]>,
     /// The graph's long-term memory, if it was given one.
     pub(crate) store: Option<Arc<dyn Store>>,
+    /// Where `write` and `message_delta` go when the run is streamed.
+    pub(crate) writer: Option<crate::stream::SharedWriter>,
 }
 
 /// Where a task sits in its run.
@@ -119,6 +121,25 @@ impl<C> Runtime<C> {
     /// missing store fails the node with a message that says how to add one.
     pub fn store(&self) -> Result<&dyn Store, StoreError> {
         self.run.store.as_deref().ok_or(StoreError::NoStore)
+    }
+
+    /// Sends `value` to the run's stream as a `custom` event (nothing happens when the run is
+    /// not streamed with [`StreamMode::Custom`](crate::StreamMode::Custom)). Progress reports,
+    /// partial results, anything a watcher wants to see before the step ends.
+    pub fn write(&self, value: impl Serialize) {
+        if let Some(writer) = &self.run.writer {
+            let value = serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("unserializable value: {e}")));
+            writer.write(self.node(), self.step(), crate::stream::Written::Custom(value));
+        }
+    }
+
+    /// Sends a piece of a message being generated to the run's stream as a `messages` event,
+    /// under `message_id` (model clients call this for every token delta).
+    pub fn message_delta(&self, message_id: &str, delta: &str) {
+        if let Some(writer) = &self.run.writer {
+            let written = crate::stream::Written::Message { message_id: message_id.to_owned(), delta: delta.to_owned() };
+            writer.write(self.node(), self.step(), written);
+        }
     }
 
     /// Pauses the run to ask a person (or another system) for `value`'s answer.

@@ -7,6 +7,7 @@ use crate::config::RunConfig;
 use crate::error::GraphError;
 use crate::policy::NodePolicy;
 use crate::pregel;
+use crate::stream::{self, EventKind, RunStream, SharedWriter, Sink, StreamModes};
 use crate::runtime::RunShared;
 use crate::state::State;
 use crate::store::Store;
@@ -135,16 +136,93 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     ///
     /// Dropping the returned future cancels the run at once: every in-flight node is dropped.
     pub async fn invoke(&self, input: impl Into<S::Update>, cfg: &RunConfig<C>) -> Result<RunOutput<S>, GraphError> {
-        let shared = self.shared(cfg)?;
+        self.run(input.into(), cfg, None, None).await
+    }
+
+    /// Runs the graph like [`invoke`](Self::invoke) on a new tokio task, and returns its
+    /// events for the `modes` asked: `app.stream(input, &cfg, StreamMode::Updates |
+    /// StreamMode::Custom)`. Must be called inside a tokio runtime.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use graphwright::prelude::*;
+    /// use graphwright::stream::{EventKind, StreamMode};
+    ///
+    /// #[graph]
+    /// mod count {
+    ///     use graphwright::prelude::*;
+    ///
+    ///     #[state]
+    ///     pub struct State {
+    ///         #[reducer(add)]
+    ///         pub n: u32,
+    ///     }
+    ///
+    ///     #[node(entry, next = two)]
+    ///     fn one(_state: &State, rt: &Runtime) -> StateUpdate {
+    ///         rt.write("halfway");
+    ///         StateUpdate::new().n(1)
+    ///     }
+    ///
+    ///     #[node(next = END)]
+    ///     fn two(_state: &State) -> StateUpdate {
+    ///         StateUpdate::new().n(1)
+    ///     }
+    /// }
+    ///
+    /// #[tokio::main(flavor = "current_thread")]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let app = count::graph().compile()?;
+    ///     let mut events = app.stream(count::State::default(), &RunConfig::default(), StreamMode::Updates | StreamMode::Custom);
+    ///     let mut seen = Vec::new();
+    ///     while let Some(event) = events.next().await {
+    ///         seen.push(match event.kind {
+    ///             EventKind::Update { node, .. } => format!("update {node}"),
+    ///             EventKind::Custom { value, .. } => format!("custom {value}"),
+    ///             EventKind::Finished { state, .. } => format!("finished n={}", state.n),
+    ///             other => format!("{other:?}"),
+    ///         });
+    ///     }
+    ///     assert_eq!(seen, ["custom \"halfway\"", "update one", "update two", "finished n=2"]);
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn stream(&self, input: impl Into<S::Update>, cfg: &RunConfig<C>, modes: impl Into<StreamModes>) -> RunStream<S> {
+        let (graph, cfg, input, modes) = (self.clone(), cfg.clone(), input.into(), modes.into());
+        let run_id = RUN_IDS.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::mpsc::channel(stream::CHANNEL);
+        let task = tokio::spawn(async move {
+            let sink = Arc::new(Sink::new(modes, run_id, tx));
+            let result = graph.run(input, &cfg, Some(&sink), Some(run_id)).await;
+            let (step, kind) = match result {
+                Ok(out) if out.is_interrupted() => (out.steps, EventKind::Interrupted { state: out.state, interrupts: out.interrupts }),
+                Ok(out) => (out.steps, EventKind::Finished { state: out.state, steps: out.steps }),
+                Err(error) => (0, EventKind::Failed(error)),
+            };
+            sink.finish(step, kind).await;
+        });
+        RunStream { rx, task, run_id, done: false }
+    }
+
+    async fn run(
+        &self,
+        input: S::Update,
+        cfg: &RunConfig<C>,
+        sink: Option<&Arc<Sink<S>>>,
+        run_id: Option<u64>,
+    ) -> Result<RunOutput<S>, GraphError> {
+        let writer = sink.map(|s| Arc::clone(s) as SharedWriter);
+        let shared = self.shared(cfg, writer, run_id)?;
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
+        let sink = sink.map(|s| &**s);
         match &cfg.thread_id {
             None => {
                 let mut state = S::default();
-                state.apply(input.into());
-                with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit)).await
+                state.apply(input);
+                with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit, sink)).await
             }
             Some(thread) => {
-                let run = pregel::execute_on_thread(&self.inner, input.into(), shared, limit, Arc::clone(thread), cfg.durability);
+                let run = pregel::execute_on_thread(&self.inner, input, shared, limit, Arc::clone(thread), cfg.durability, sink);
                 with_deadline(cfg, run).await
             }
         }
@@ -158,7 +236,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     /// (replay, or a fork after `update_state`); the old branch stays as it was.
     pub async fn resume(&self, cfg: &RunConfig<C>, answer: impl Into<Resume>) -> Result<RunOutput<S>, GraphError> {
         let thread = self.thread_of(cfg)?;
-        let shared = self.shared(cfg)?;
+        let shared = self.shared(cfg, None, None)?;
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
         let run = pregel::resume_thread(&self.inner, shared, limit, thread, cfg.durability, answer.into(), cfg.checkpoint_id.as_deref());
         with_deadline(cfg, run).await
@@ -172,7 +250,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         &self.inner
     }
 
-    fn shared(&self, cfg: &RunConfig<C>) -> Result<Arc<RunShared<C>>, GraphError> {
+    fn shared(&self, cfg: &RunConfig<C>, writer: Option<SharedWriter>, run_id: Option<u64>) -> Result<Arc<RunShared<C>>, GraphError> {
         let context = match (&cfg.context, self.inner.default_context) {
             (Some(context), _) => Arc::clone(context),
             (None, Some(default)) => Arc::new(default()),
@@ -186,9 +264,10 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         Ok(Arc::new(RunShared {
             context,
             thread_id: cfg.thread_id.clone(),
-            run_id: RUN_IDS.fetch_add(1, Ordering::Relaxed),
+            run_id: run_id.unwrap_or_else(|| RUN_IDS.fetch_add(1, Ordering::Relaxed)),
             node_names: Arc::clone(&self.inner.node_names),
             store: self.inner.store.clone(),
+            writer,
         }))
     }
 }

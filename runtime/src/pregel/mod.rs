@@ -7,6 +7,7 @@
 //! together on the calling task, and a step with one task awaits it directly. A run on a
 //! thread adds persistence at the step boundaries (see `persist`), and nothing else.
 
+mod events;
 mod merge;
 mod persist;
 mod planner;
@@ -21,6 +22,7 @@ use crate::interrupt::{Interrupt, Resume};
 use crate::node::NodeOutput;
 use crate::runtime::RunShared;
 use crate::state::State;
+use crate::stream::{EventKind, Sink, StreamMode};
 pub(crate) use persist::{load_state, pending_interrupts};
 use persist::{Persist, ThreadLock};
 use planner::Planner;
@@ -33,9 +35,11 @@ pub(crate) async fn execute<S: State, C: Send + Sync + 'static>(
     state: S,
     run: Arc<RunShared<C>>,
     limit: u64,
+    sink: Option<&Sink<S>>,
 ) -> Result<RunOutput<S>, GraphError> {
     let tasks = graph.entries.iter().map(|&node| Task::pull(node)).collect();
-    drive(graph, Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step: 0, resumed: false }, run, limit, None).await
+    let start = Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step: 0, resumed: false };
+    drive(graph, start, run, limit, None, sink).await
 }
 
 /// Runs a graph on a thread from `input`, checkpointing each step.
@@ -46,12 +50,14 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
     limit: u64,
     thread: Arc<str>,
     durability: Durability,
+    sink: Option<&Sink<S>>,
 ) -> Result<RunOutput<S>, GraphError> {
     let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
     let (persist, state) = Persist::start(graph, thread, durability, input).await?;
     let tasks = graph.entries.iter().map(|&node| Task::pull(node)).collect();
     let step = step_of(&persist);
-    drive(graph, Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step, resumed: false }, run, limit, Some(persist)).await
+    let start = Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step, resumed: false };
+    drive(graph, start, run, limit, Some(persist), sink).await
 }
 
 /// Continues a thread's pending tasks (from its head, or on a new branch from `from`),
@@ -69,7 +75,7 @@ pub(crate) async fn resume_thread<S: State, C: Send + Sync + 'static>(
     let resumed = Persist::resume(graph, thread, durability, answer, from).await?;
     let step = step_of(&resumed.persist);
     let start = Start { state: resumed.state, tasks: resumed.tasks, saved: resumed.saved, planner: resumed.planner, step, resumed: true };
-    drive(graph, start, run, limit, Some(resumed.persist)).await
+    drive(graph, start, run, limit, Some(resumed.persist), None).await
 }
 
 /// Writes `update` to the thread as a new checkpoint, as if `as_node` had run (its edges and
@@ -106,10 +112,14 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     run: Arc<RunShared<C>>,
     limit: u64,
     mut persist: Option<Persist>,
+    sink: Option<&Sink<S>>,
 ) -> Result<RunOutput<S>, GraphError> {
     let Start { mut state, mut tasks, mut saved, mut planner, mut step, resumed } = start;
     let mut slots: Vec<Option<NodeOutput<S>>> = Vec::new();
     let mut ran = 0;
+    if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
+        sink.send(step, EventKind::Values(state.clone())).await?;
+    }
     while !tasks.is_empty() {
         if ran == limit {
             if let Some(persist) = persist {
@@ -132,7 +142,14 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         }
         let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
         let at = task::At { step, checkpoint: checkpoint.as_ref() };
-        let paused = match task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_mut()).await {
+        if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
+            events::tasks_started(graph, sink, step, &tasks).await?;
+        }
+        let outcome = task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_mut()).await;
+        if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
+            events::tasks_finished(graph, sink, step, &tasks, &slots, &outcome).await?;
+        }
+        let paused = match outcome {
             Ok(paused) => paused,
             Err(error) => {
                 if let Some(persist) = persist {
@@ -152,16 +169,26 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         if let Some(persist) = &mut persist {
             persist.save_outputs(graph, &tasks, &slots).await?;
         }
+        if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Updates)) {
+            events::updates(graph, sink, step, &tasks, &slots).await?;
+        }
         if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
             if let Some(persist) = persist {
                 persist.abort(graph, &state, &tasks, &planner).await?;
             }
             return Err(error);
         }
+        if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
+            sink.send(step, EventKind::Values(state.clone())).await?;
+        }
         let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after);
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
         if let Some(persist) = &mut persist {
             persist.checkpoint(graph, &state, &tasks, &planner, Source::Loop).await?;
+            if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {
+                let (id, step) = (persist.current().to_string(), persist.step());
+                sink.send(u64::try_from(step).unwrap_or(0), EventKind::Checkpoint { id, step, source: Source::Loop }).await?;
+            }
         }
         if let (Some(node), false) = (after, tasks.is_empty()) {
             return pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran).await;

@@ -1,0 +1,323 @@
+//! Watching a run live: typed events for any combination of modes.
+//!
+//! [`CompiledGraph::stream`](crate::CompiledGraph::stream) runs the graph on a tokio task and
+//! hands back a [`RunStream`]: a `futures::Stream` of [`Event`]s. Step events travel through a
+//! bounded channel, so a consumer that falls behind slows the run instead of growing memory;
+//! dropping the stream cancels the run. Every stream ends with exactly one terminal event:
+//! [`EventKind::Finished`], [`EventKind::Interrupted`], [`EventKind::Failed`] or
+//! [`EventKind::Cancelled`].
+
+use crate::checkpoint::Source;
+use crate::error::GraphError;
+use crate::interrupt::Interrupt;
+use crate::state::State;
+use futures::Stream;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::BitOr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// What a stream reports, as LangGraph's stream modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum StreamMode {
+    /// The whole state after each step.
+    Values = 1,
+    /// Each task's update, per node, after each step.
+    Updates = 2,
+    /// Token deltas written with [`Runtime::message_delta`](crate::Runtime::message_delta).
+    Messages = 4,
+    /// Anything nodes write with [`Runtime::write`](crate::Runtime::write).
+    Custom = 8,
+    /// Task start and finish, with errors and interrupts.
+    Tasks = 16,
+    /// Each stored checkpoint.
+    Checkpoints = 32,
+    /// Tasks and checkpoints together.
+    Debug = 48,
+}
+
+/// A set of [`StreamMode`]s: `StreamMode::Updates | StreamMode::Messages`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StreamModes(u8);
+
+impl StreamModes {
+    /// Whether `mode` (every part of it, for `Debug`) is in the set.
+    #[must_use]
+    pub fn contains(self, mode: StreamMode) -> bool {
+        self.0 & mode as u8 == mode as u8
+    }
+}
+
+impl From<StreamMode> for StreamModes {
+    fn from(mode: StreamMode) -> Self {
+        Self(mode as u8)
+    }
+}
+
+impl BitOr for StreamMode {
+    type Output = StreamModes;
+    fn bitor(self, other: Self) -> StreamModes {
+        StreamModes(self as u8 | other as u8)
+    }
+}
+
+impl BitOr<StreamMode> for StreamModes {
+    type Output = StreamModes;
+    fn bitor(self, other: StreamMode) -> StreamModes {
+        StreamModes(self.0 | other as u8)
+    }
+}
+
+/// One event of a run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Event<S: State> {
+    /// The run it belongs to (as [`Runtime::run_id`](crate::Runtime::run_id)).
+    pub run_id: u64,
+    /// The super-step (0 before the first).
+    pub step: u64,
+    /// Where in nested graphs the event comes from; empty for the graph that was run.
+    pub namespace: Vec<String>,
+    /// What happened.
+    pub kind: EventKind<S>,
+}
+
+/// What an [`Event`] reports.
+#[non_exhaustive]
+pub enum EventKind<S: State> {
+    /// `values`: the state after a step.
+    Values(S),
+    /// `updates`: what one task wrote.
+    Update {
+        /// The node.
+        node: String,
+        /// Its update.
+        update: S::Update,
+    },
+    /// `custom`: a value a node wrote.
+    Custom {
+        /// The node.
+        node: String,
+        /// The value.
+        value: Value,
+    },
+    /// `messages`: a piece of a message being generated.
+    Message {
+        /// The node generating it.
+        node: String,
+        /// The message it belongs to.
+        message_id: String,
+        /// The new text.
+        delta: String,
+    },
+    /// `tasks`: a task started.
+    TaskStarted {
+        /// The node.
+        node: String,
+        /// The task's index in its step.
+        task: u32,
+    },
+    /// `tasks`: a task finished: `error` holds its error, `interrupted` whether it paused.
+    TaskFinished {
+        /// The node.
+        node: String,
+        /// The task's index in its step.
+        task: u32,
+        /// The error, if the task failed.
+        error: Option<String>,
+        /// Whether the task paused with an interrupt.
+        interrupted: bool,
+    },
+    /// `checkpoints`: a checkpoint was stored (or queued, under async durability).
+    Checkpoint {
+        /// Its id.
+        id: String,
+        /// Its step.
+        step: i64,
+        /// Why it was written.
+        source: Source,
+    },
+    /// Terminal: the run finished with this state.
+    Finished {
+        /// The final state.
+        state: S,
+        /// Super-steps run.
+        steps: u64,
+    },
+    /// Terminal: the run paused.
+    Interrupted {
+        /// The state at the pause.
+        state: S,
+        /// Why it paused.
+        interrupts: Vec<Interrupt>,
+    },
+    /// Terminal: the run failed.
+    Failed(GraphError),
+    /// Terminal: the run stopped before it could report (the stream was cancelled, or the
+    /// run's task was aborted).
+    Cancelled,
+}
+
+impl<S: State> EventKind<S> {
+    /// Whether this is the last event of its stream.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Self::Finished { .. } | Self::Interrupted { .. } | Self::Failed(_) | Self::Cancelled)
+    }
+}
+
+impl<S: State> fmt::Debug for EventKind<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Values(state) => f.debug_tuple("Values").field(state).finish(),
+            Self::Update { node, update } => f.debug_struct("Update").field("node", node).field("update", update).finish(),
+            Self::Custom { node, value } => f.debug_struct("Custom").field("node", node).field("value", value).finish(),
+            Self::Message { node, message_id, delta } => {
+                f.debug_struct("Message").field("node", node).field("message_id", message_id).field("delta", delta).finish()
+            }
+            Self::TaskStarted { node, task } => f.debug_struct("TaskStarted").field("node", node).field("task", task).finish(),
+            Self::TaskFinished { node, task, error, interrupted } => f
+                .debug_struct("TaskFinished")
+                .field("node", node)
+                .field("task", task)
+                .field("error", error)
+                .field("interrupted", interrupted)
+                .finish(),
+            Self::Checkpoint { id, step, source } => {
+                f.debug_struct("Checkpoint").field("id", id).field("step", step).field("source", source).finish()
+            }
+            Self::Finished { state, steps } => f.debug_struct("Finished").field("state", state).field("steps", steps).finish(),
+            Self::Interrupted { state, interrupts } => {
+                f.debug_struct("Interrupted").field("state", state).field("interrupts", interrupts).finish()
+            }
+            Self::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
+            Self::Cancelled => f.write_str("Cancelled"),
+        }
+    }
+}
+
+/// How many events may wait for the consumer before the run waits for it.
+pub(crate) const CHANNEL: usize = 256;
+
+/// A value written from inside a node, before it is typed as an event.
+pub(crate) enum Written {
+    Custom(Value),
+    Message { message_id: String, delta: String },
+}
+
+/// The part of a sink that nodes write to: not generic over the state, so `Runtime` can hold it.
+pub(crate) trait NodeWriter: Send + Sync {
+    fn write(&self, node: &str, step: u64, written: Written);
+}
+
+/// Where a streamed run's events go.
+pub(crate) struct Sink<S: State> {
+    pub(crate) modes: StreamModes,
+    run_id: u64,
+    tx: mpsc::Sender<Event<S>>,
+    /// Events nodes wrote while the channel was full; sent, in order, at the next step boundary.
+    overflow: Mutex<VecDeque<Event<S>>>,
+}
+
+impl<S: State> Sink<S> {
+    pub(crate) fn new(modes: StreamModes, run_id: u64, tx: mpsc::Sender<Event<S>>) -> Self {
+        Self { modes, run_id, tx, overflow: Mutex::new(VecDeque::new()) }
+    }
+
+    fn event(&self, step: u64, kind: EventKind<S>) -> Event<S> {
+        Event { run_id: self.run_id, step, namespace: Vec::new(), kind }
+    }
+
+    /// Sends a step event, waiting while the consumer is behind. A consumer that went away
+    /// ends the run: the error is never seen, since nobody listens.
+    pub(crate) async fn send(&self, step: u64, kind: EventKind<S>) -> Result<(), GraphError> {
+        self.flush().await?;
+        self.tx.send(self.event(step, kind)).await.map_err(|_| GraphError::StreamClosed)
+    }
+
+    async fn flush(&self) -> Result<(), GraphError> {
+        loop {
+            let next = self.overflow.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
+            let Some(event) = next else { return Ok(()) };
+            self.tx.send(event).await.map_err(|_| GraphError::StreamClosed)?;
+        }
+    }
+
+    /// Sends the terminal event.
+    pub(crate) async fn finish(&self, step: u64, kind: EventKind<S>) {
+        let _ = self.flush().await;
+        let _ = self.tx.send(self.event(step, kind)).await;
+    }
+}
+
+impl<S: State> NodeWriter for Sink<S> {
+    fn write(&self, node: &str, step: u64, written: Written) {
+        let kind = match written {
+            Written::Custom(value) if self.modes.contains(StreamMode::Custom) => EventKind::Custom { node: node.to_owned(), value },
+            Written::Message { message_id, delta } if self.modes.contains(StreamMode::Messages) => {
+                EventKind::Message { node: node.to_owned(), message_id, delta }
+            }
+            _ => return,
+        };
+        let event = self.event(step, kind);
+        let mut overflow = self.overflow.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if overflow.is_empty() {
+            if let Err(mpsc::error::TrySendError::Full(event)) = self.tx.try_send(event) {
+                overflow.push_back(event);
+            }
+        } else {
+            overflow.push_back(event);
+        }
+    }
+}
+
+/// A run's events. Dropping it cancels the run.
+pub struct RunStream<S: State> {
+    pub(crate) rx: mpsc::Receiver<Event<S>>,
+    pub(crate) task: JoinHandle<()>,
+    pub(crate) run_id: u64,
+    pub(crate) done: bool,
+}
+
+impl<S: State> RunStream<S> {
+    /// Stops the run now; the stream then ends with [`EventKind::Cancelled`] (unless the run
+    /// had already sent its terminal event).
+    pub fn cancel(&self) {
+        self.task.abort();
+    }
+}
+
+impl<S: State> Stream for RunStream<S> {
+    type Item = Event<S>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event<S>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(event)) => {
+                self.done = event.kind.is_terminal();
+                Poll::Ready(Some(event))
+            }
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(Some(Event { run_id: self.run_id, step: 0, namespace: Vec::new(), kind: EventKind::Cancelled }))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: State> Drop for RunStream<S> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A shared handle on a sink's node side, for `Runtime`.
+pub(crate) type SharedWriter = Arc<dyn NodeWriter>;
