@@ -7,6 +7,7 @@ use crate::runtime::{RunShared, Runtime, TaskInfo};
 use crate::state::State;
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
+use tracing::Instrument;
 use std::panic::AssertUnwindSafe;
 use crate::interrupt::Interrupt;
 use crate::pregel::persist::Persist;
@@ -126,7 +127,17 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
             checkpoint: at.checkpoint.cloned(),
             interrupt_calls: AtomicU32::new(0),
         };
-        let error = match attempt_once(node, state, &rt, task).await {
+        let span = tracing::info_span!(
+            "node",
+            graph = %graph.name,
+            node = %node.name,
+            step,
+            task = index,
+            attempt,
+            run = run.run_id,
+            thread = run.thread_id.as_deref().unwrap_or(""),
+        );
+        let error = match attempt_once(node, state, &rt, task).instrument(span).await {
             Ok(output) => return Ok(output),
             Err(error) => match error.take_interrupt() {
                 Ok(interrupt) => return Err(Stop::Paused(interrupt)),

@@ -148,6 +148,10 @@ impl ToolNode {
         let env = ToolEnv::new()
             .state(state.clone())
             .shared_context(Arc::clone(&rt.run.context));
+        let env = match &rt.run.store {
+            Some(store) => env.store(Arc::clone(store)),
+            None => env,
+        };
         self.run_in(messages, &env).await
     }
 

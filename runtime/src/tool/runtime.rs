@@ -1,8 +1,9 @@
 //! What the runtime injects into a tool: the graph state, the run's context, the call's id,
-//! a progress writer, and (later) the store.
+//! a progress writer, and the graph's long-term memory store.
 
 use super::error::ToolError;
 use super::event::ToolWriter;
+use crate::store::{Store, StoreError};
 use std::any::{Any, type_name};
 use std::fmt;
 use std::sync::Arc;
@@ -50,9 +51,8 @@ pub struct ToolRuntime<S: ?Sized + 'static = Erased, C: ?Sized + 'static = Erase
     context: Arc<C>,
     tool_call_id: Arc<str>,
     writer: ToolWriter,
-    /// The long-term memory store (DESIGN §6). Always `None` for now: the store arrives with its
-    /// own issue, which adds the accessor. Kept here so tools' signatures need not change then.
-    store: Option<Arc<Erased>>,
+    /// The graph's long-term memory store, when it has one.
+    store: Option<Arc<dyn Store>>,
 }
 
 impl<S: ?Sized, C: ?Sized> ToolRuntime<S, C> {
@@ -74,6 +74,14 @@ impl<S: ?Sized, C: ?Sized> ToolRuntime<S, C> {
     /// Where to report progress; the tool node forwards writes as [`ToolEvent::Progress`](super::ToolEvent::Progress).
     pub fn writer(&self) -> &ToolWriter {
         &self.writer
+    }
+
+    /// The graph's long-term memory store (set with `StateGraph::store`).
+    ///
+    /// # Errors
+    /// [`StoreError::NoStore`] when the graph (or the [`ToolEnv`]) has no store.
+    pub fn store(&self) -> Result<&dyn Store, StoreError> {
+        self.store.as_deref().ok_or(StoreError::NoStore)
     }
 }
 
@@ -177,6 +185,7 @@ impl Injectable for Erased {
 pub struct ToolEnv {
     state: Arc<Erased>,
     context: Arc<Erased>,
+    store: Option<Arc<dyn Store>>,
 }
 
 impl Default for ToolEnv {
@@ -192,7 +201,15 @@ impl ToolEnv {
         Self {
             state: Arc::new(()),
             context: Arc::new(()),
+            store: None,
         }
+    }
+
+    /// Sets the store tools reach through [`ToolRuntime::store`].
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Sets the state tools read.
@@ -222,7 +239,7 @@ impl ToolEnv {
             context: Arc::clone(&self.context),
             tool_call_id,
             writer,
-            store: None,
+            store: self.store.clone(),
         }
     }
 }
