@@ -43,7 +43,8 @@ pub mod refund {
     /// Pauses for a person to approve; runs again from its start when resumed.
     #[node(next = pay | decline, route = decide)]
     fn approve(state: &State, rt: &Runtime) -> Result<StateUpdate, NodeError> {
-        let approved: bool = rt.interrupt(json!({"question": "refund this order?", "order": state.order, "cents": state.cents}))?;
+        let approved: bool =
+            rt.interrupt(json!({"question": "refund this order?", "order": state.order, "cents": state.cents}))?;
         Ok(StateUpdate::new().approved(Some(approved)).log(vec![format!("approver said {approved}")]))
     }
 

@@ -133,7 +133,12 @@ pub mod support {
     /// Leaves a one-line note for the ticket.
     #[node(next = END)]
     fn summarizer(state: &State, rt: &Runtime<Ctx>) -> StateUpdate {
-        let summary = format!("{} attempt(s), {} message(s), answered: {}", state.attempts, state.messages.len(), state.answer.is_some());
+        let summary = format!(
+            "{} attempt(s), {} message(s), answered: {}",
+            state.attempts,
+            state.messages.len(),
+            state.answer.is_some()
+        );
         trace(rt, summary.clone());
         StateUpdate::new().summary(Some(summary))
     }

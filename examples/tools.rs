@@ -68,10 +68,7 @@ mod agent {
             Units::Celsius => "4 °C",
             Units::Fahrenheit => "39 °F",
         };
-        format!(
-            "{city}, in {} days: {degrees}, light rain",
-            days.unwrap_or(0)
-        )
+        format!("{city}, in {} days: {degrees}, light rain", days.unwrap_or(0))
     }
 
     /// List the signed-in user's open orders.
@@ -83,19 +80,10 @@ mod agent {
     ) -> Vec<Order> {
         let user = &rt.context().user_id;
         let orders = vec![
-            Order {
-                id: 1,
-                item: format!("umbrella for {user}"),
-            },
-            Order {
-                id: 2,
-                item: format!("raincoat for {user}"),
-            },
+            Order { id: 1, item: format!("umbrella for {user}") },
+            Order { id: 2, item: format!("raincoat for {user}") },
         ];
-        orders
-            .into_iter()
-            .take(limit.unwrap_or(usize::MAX))
-            .collect()
+        orders.into_iter().take(limit.unwrap_or(usize::MAX)).collect()
     }
 
     /// The model: asks for tools, reads their results, answers.
@@ -120,21 +108,10 @@ static TOOLS: LazyLock<ToolNode> = LazyLock::new(|| {
     ToolNode::new(tools![agent::Weather, agent::OpenOrders])
         .default_policy(ToolPolicy::new().timeout(Duration::from_secs(5)))
         .on_event(|event| match event {
-            ToolEvent::Started {
-                tool_call_id, name, ..
-            } => println!("  [event] {tool_call_id}: {name} started"),
-            ToolEvent::Progress {
-                tool_call_id, data, ..
-            } => println!("  [event] {tool_call_id}: progress {data}"),
-            ToolEvent::Finished {
-                tool_call_id,
-                is_error,
-                ..
-            } => {
-                println!(
-                    "  [event] {tool_call_id}: finished{}",
-                    if is_error { " with an error" } else { "" }
-                );
+            ToolEvent::Started { tool_call_id, name, .. } => println!("  [event] {tool_call_id}: {name} started"),
+            ToolEvent::Progress { tool_call_id, data, .. } => println!("  [event] {tool_call_id}: progress {data}"),
+            ToolEvent::Finished { tool_call_id, is_error, .. } => {
+                println!("  [event] {tool_call_id}: finished{}", if is_error { " with an error" } else { "" });
             }
             _ => {}
         })
@@ -153,53 +130,28 @@ fn scripted_model(history: &[Message]) -> Message {
             "weather",
             json!({"city": "Oslo", "days": 1}),
         )]),
-        _ => Message::assistant(
-            "Tomorrow in Oslo: 4 °C and light rain. Your umbrella is on its way.",
-        ),
+        _ => Message::assistant("Tomorrow in Oslo: 4 °C and light rain. Your umbrella is on its way."),
     }
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("== the tools, as an OpenAI strict function and an Anthropic tool ==");
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&schema::openai_strict_function(&agent::Weather))?
-    );
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&schema::anthropic_tool(&agent::OpenOrders))?
-    );
+    println!("{}", serde_json::to_string_pretty(&schema::openai_strict_function(&agent::Weather))?);
+    println!("{}", serde_json::to_string_pretty(&schema::anthropic_tool(&agent::OpenOrders))?);
 
     println!("\n== the agent loop ==");
     let app = agent::graph().compile()?;
-    let cfg = RunConfig::default().context(Ctx {
-        user_id: "u-42".into(),
-    });
-    let input = agent::StateUpdate::new().messages(vec![Message::user(
-        "Do I need my umbrella in Oslo tomorrow?",
-    )]);
+    let cfg = RunConfig::default().context(Ctx { user_id: "u-42".into() });
+    let input = agent::StateUpdate::new().messages(vec![Message::user("Do I need my umbrella in Oslo tomorrow?")]);
     let out = app.invoke(input, &cfg).await?;
 
     println!("\n== the conversation ==");
     for message in &out.state.messages {
-        let calls: Vec<String> = message
-            .tool_calls
-            .iter()
-            .map(|c| format!("{}({})", c.name, c.arguments))
-            .collect();
-        let about = message
-            .tool_call_id
-            .as_deref()
-            .map(|id| format!(" [{id}]"))
-            .unwrap_or_default();
+        let calls: Vec<String> = message.tool_calls.iter().map(|c| format!("{}({})", c.name, c.arguments)).collect();
+        let about = message.tool_call_id.as_deref().map(|id| format!(" [{id}]")).unwrap_or_default();
         let error = if message.is_error { " (error)" } else { "" };
-        println!(
-            "{:?}{about}{error}: {} {}",
-            message.role,
-            message.content,
-            calls.join(", ")
-        );
+        println!("{:?}{about}{error}: {} {}", message.role, message.content, calls.join(", "));
     }
     Ok(())
 }

@@ -139,7 +139,8 @@ async fn builder_and_macro_build_and_run_the_same_graph() {
         assert_eq!(a.state.trail, b.state.trail, "{question}");
         assert_eq!((a.state.attempts, a.steps), (b.state.attempts, b.steps), "{question}");
     }
-    let out = by_hand.invoke(triage_by_hand::StateUpdate::new().question("why?".to_owned()), &RunConfig::default()).await;
+    let out =
+        by_hand.invoke(triage_by_hand::StateUpdate::new().question("why?".to_owned()), &RunConfig::default()).await;
     assert_eq!(out.unwrap().state.trail, ["classify", "lookup", "answer"]);
 }
 
@@ -219,10 +220,7 @@ async fn add_send_and_add_join_fan_out_and_join_once() {
         .compile()
         .unwrap();
     let out = app.invoke(CountUpdate::new().counter(3), &RunConfig::default()).await.unwrap();
-    assert_eq!(
-        out.state.trail,
-        ["side", "side_two", "item 1", "item 2", "item 3", "side_three", "report after 6"]
-    );
+    assert_eq!(out.state.trail, ["side", "side_two", "item 1", "item 2", "item 3", "side_three", "report after 6"]);
     assert_eq!(out.steps, 4);
 }
 
@@ -292,9 +290,7 @@ async fn flaky(state: &Count, rt: &Runtime) -> Result<CountUpdate, NodeError> {
 
 #[tokio::test(start_paused = true)]
 async fn builder_policies_retry_and_time_out() {
-    let graph = || {
-        StateGraph::<Count>::new().add_node("flaky", flaky).add_edge(START, "flaky").add_edge("flaky", END)
-    };
+    let graph = || StateGraph::<Count>::new().add_node("flaky", flaky).add_edge(START, "flaky").add_edge("flaky", END);
     let retried = graph().policy("flaky", NodePolicy::new().retry(RetryPolicy::new(3))).compile().unwrap();
     let out = retried.invoke(Count::default(), &RunConfig::default()).await.unwrap();
     assert_eq!(out.state.counter, 3);
@@ -462,19 +458,15 @@ fn an_unknown_send_target_is_named_with_a_suggestion() {
 
 #[test]
 fn a_send_to_end_is_rejected() {
-    let problem = the_problem(support().add_node("dispatch", dispatch).add_edge(START, "dispatch").add_send("dispatch", END));
+    let problem =
+        the_problem(support().add_node("dispatch", dispatch).add_edge(START, "dispatch").add_send("dispatch", END));
     assert_eq!(problem, Problem::SendToEnd { node: 0, target: 0 });
     assert_eq!(problem.to_string(), macro_message("send-to-end"));
 }
 
 #[test]
 fn the_build_error_lists_every_problem_under_the_graph_name() {
-    let error = support()
-        .add_node("a", nothing)
-        .add_node("b", nothing)
-        .add_edge("a", "c")
-        .compile()
-        .unwrap_err();
+    let error = support().add_node("a", nothing).add_node("b", nothing).add_edge("a", "c").compile().unwrap_err();
     assert_eq!(
         error.to_string(),
         "graph `support` is miswired:\n  \
@@ -502,16 +494,23 @@ fn invalid<C: Send + Sync + 'static>(graph: StateGraph<Count, C>) -> String {
 
 #[test]
 fn an_edge_from_an_unknown_node_is_rejected() {
-    let message = invalid(support().add_node("a", nothing).add_edge(START, "a").add_edge("a", END).add_edge("ghost", "a"));
+    let message =
+        invalid(support().add_node("a", nothing).add_edge(START, "a").add_edge("a", END).add_edge("ghost", "a"));
     assert_eq!(message, "edge `ghost` -> `a` starts at no node named `ghost`");
 }
 
 #[test]
 fn an_edge_from_start_to_an_unknown_node_is_rejected() {
-    let message =
-        invalid(support().add_node("planner", nothing).add_edge(START, "planner").add_edge(START, "planer").add_edge("planner", END));
+    let message = invalid(
+        support()
+            .add_node("planner", nothing)
+            .add_edge(START, "planner")
+            .add_edge(START, "planer")
+            .add_edge("planner", END),
+    );
     assert_eq!(message, "edge START -> `planer` leads to no node named `planer`; did you mean `planner`?");
-    let message = invalid(support().add_node("a", nothing).add_edge(START, "a").add_edge(START, END).add_edge("a", END));
+    let message =
+        invalid(support().add_node("a", nothing).add_edge(START, "a").add_edge(START, END).add_edge("a", END));
     assert_eq!(message, "an edge from START must lead to a node, not to END");
 }
 
@@ -557,11 +556,16 @@ fn a_send_payload_of_the_wrong_type_is_rejected() {
             .add_send("dispatch", "worker")
             .add_edge("worker", END),
     );
-    assert!(message.starts_with("node `dispatch` sends `u32` to `worker`, which does not take it as its payload"), "{message}");
+    assert!(
+        message.starts_with("node `dispatch` sends `u32` to `worker`, which does not take it as its payload"),
+        "{message}"
+    );
 }
 
 #[test]
 fn a_policy_for_an_unknown_node_is_rejected() {
-    let message = invalid(support().add_node("a", nothing).add_edge(START, "a").add_edge("a", END).policy("b", NodePolicy::new()));
+    let message = invalid(
+        support().add_node("a", nothing).add_edge(START, "a").add_edge("a", END).policy("b", NodePolicy::new()),
+    );
     assert_eq!(message, "`policy` names no node `b`");
 }

@@ -2,7 +2,9 @@
 //! whole runs on a thread in every durability mode. SQLite runs on a real file; PostgreSQL
 //! (feature `postgres`) on the server at `GRAPHWRIGHT_TEST_POSTGRES`, a schema per test.
 
-use graphwright::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, SqliteSaver, WriteRecord, FORMAT_VERSION};
+use graphwright::checkpoint::{
+    CheckpointError, CheckpointRecord, Checkpointer, FORMAT_VERSION, ListFilter, Source, SqliteSaver, WriteRecord,
+};
 use graphwright::prelude::*;
 use graphwright::{Durability, MemorySaver};
 use std::sync::{Arc, Mutex};
@@ -21,7 +23,14 @@ fn record(thread: &str, id: &str, parent: Option<&str>, step: i64, source: Sourc
 }
 
 fn write(thread: &str, checkpoint: &str, task: u32, body: &str) -> WriteRecord {
-    WriteRecord { thread_id: thread.into(), checkpoint_id: checkpoint.into(), task, index: 0, format: FORMAT_VERSION, body: body.as_bytes().to_vec() }
+    WriteRecord {
+        thread_id: thread.into(),
+        checkpoint_id: checkpoint.into(),
+        task,
+        index: 0,
+        format: FORMAT_VERSION,
+        body: body.as_bytes().to_vec(),
+    }
 }
 
 async fn put_get_and_list(saver: &dyn Checkpointer) {
@@ -46,9 +55,15 @@ async fn put_get_and_list(saver: &dyn Checkpointer) {
 async fn put_is_a_compare_and_set_on_the_head(saver: &dyn Checkpointer) {
     saver.put(record("c", "x1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
     let stale = saver.put(record("c", "x2", Some("x1"), 0, Source::Loop), None, vec![write("c", "x1", 0, "{}")]).await;
-    assert!(matches!(stale, Err(CheckpointError::Conflict { ref found, .. }) if found.as_deref() == Some("x1")), "{stale:?}");
+    assert!(
+        matches!(stale, Err(CheckpointError::Conflict { ref found, .. }) if found.as_deref() == Some("x1")),
+        "{stale:?}"
+    );
     assert!(saver.writes("c", "x1").await.unwrap().is_empty(), "a rejected put stores none of its writes");
-    saver.put(record("c", "x2", Some("x1"), 0, Source::Loop), Some("x1".into()), vec![write("c", "x1", 0, "{}")]).await.unwrap();
+    saver
+        .put(record("c", "x2", Some("x1"), 0, Source::Loop), Some("x1".into()), vec![write("c", "x1", 0, "{}")])
+        .await
+        .unwrap();
     assert_eq!(saver.writes("c", "x1").await.unwrap().len(), 1, "writes go in with their checkpoint");
 }
 
@@ -56,7 +71,8 @@ async fn writes_are_idempotent_and_ordered(saver: &dyn Checkpointer) {
     saver.put(record("w", "k1", None, 0, Source::Loop), None, Vec::new()).await.unwrap();
     saver.put_writes(vec![write("w", "k1", 2, "two"), write("w", "k1", 0, "zero")]).await.unwrap();
     saver.put_writes(vec![write("w", "k1", 0, "zero again"), write("w", "k1", 1, "one")]).await.unwrap();
-    let stored: Vec<(u32, Vec<u8>)> = saver.writes("w", "k1").await.unwrap().into_iter().map(|w| (w.task, w.body)).collect();
+    let stored: Vec<(u32, Vec<u8>)> =
+        saver.writes("w", "k1").await.unwrap().into_iter().map(|w| (w.task, w.body)).collect();
     assert_eq!(stored, [(0, b"zero".to_vec()), (1, b"one".to_vec()), (2, b"two".to_vec())]);
     assert!(saver.writes("w", "k2").await.unwrap().is_empty());
 }
@@ -135,7 +151,11 @@ async fn runs_on_a_thread(saver: Arc<dyn Checkpointer>, backend: &str) {
         let stored = saver.list(&thread, &ListFilter::default()).await.unwrap();
         assert_eq!(stored.len(), checkpoints, "{durability:?}: K + 2 checkpoints (K = 3), or one at exit");
         let latest = app.get_state(&cfg).await.unwrap().unwrap();
-        assert_eq!((latest.state.counter, latest.state.log), (10, out.state.log), "{durability:?}: the latest checkpoint holds the final state");
+        assert_eq!(
+            (latest.state.counter, latest.state.log),
+            (10, out.state.log),
+            "{durability:?}: the latest checkpoint holds the final state"
+        );
 
         let failing = format!("{thread}-fails");
         FAIL_ONCE.lock().unwrap().push(failing.clone());
@@ -207,8 +227,12 @@ fn sqlite() -> (Arc<dyn Checkpointer>, tempfile::TempDir) {
 async fn postgres() -> (Arc<dyn Checkpointer>, PgSchema) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let url = std::env::var("GRAPHWRIGHT_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let schema = PgSchema { url, name: format!("graphwright_conformance_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)) };
+    let url =
+        std::env::var("GRAPHWRIGHT_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let schema = PgSchema {
+        url,
+        name: format!("graphwright_conformance_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)),
+    };
     schema.run(format!("DROP SCHEMA IF EXISTS {0} CASCADE; CREATE SCHEMA {0}", schema.name));
     let separator = if schema.url.contains('?') { '&' } else { '?' };
     let url = format!("{}{separator}options=-c%20search_path%3D{}", schema.url, schema.name);

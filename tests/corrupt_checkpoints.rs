@@ -7,8 +7,6 @@ use rusqlite::Connection;
 
 #[graph]
 mod steps {
-    use graphwright::prelude::*;
-
     #[state]
     pub struct State {
         pub counter: i64,
@@ -38,7 +36,9 @@ async fn stored_thread() -> (tempfile::TempDir, std::path::PathBuf, CompiledGrap
 
 fn corrupt(error: GraphError) -> (String, String, String) {
     match error {
-        GraphError::Checkpoint(CheckpointError::Corrupt { thread, checkpoint, field, .. }) => (thread, checkpoint, field),
+        GraphError::Checkpoint(CheckpointError::Corrupt { thread, checkpoint, field, .. }) => {
+            (thread, checkpoint, field)
+        }
         other => panic!("expected a Corrupt error, got {other:?}"),
     }
 }
@@ -66,7 +66,11 @@ async fn a_truncated_body() {
 
 #[tokio::test]
 async fn a_state_of_the_wrong_shape() {
-    damage_and_read(r#"UPDATE checkpoints SET body = CAST('{"state":{"counter":"seven"},"next":[]}' AS BLOB) WHERE id = ?1"#, "state").await;
+    damage_and_read(
+        r#"UPDATE checkpoints SET body = CAST('{"state":{"counter":"seven"},"next":[]}' AS BLOB) WHERE id = ?1"#,
+        "state",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -94,7 +98,8 @@ async fn a_missing_parent_of_a_checkpoint_without_snapshot() {
     let (_dir, path, app, head) = stored_thread().await;
     let db = Connection::open(&path).unwrap();
     db.execute(r#"UPDATE checkpoints SET body = CAST('{"next":[]}' AS BLOB) WHERE id = ?1"#, [&head]).unwrap();
-    db.execute("DELETE FROM checkpoints WHERE id = (SELECT parent_id FROM checkpoints WHERE id = ?1)", [&head]).unwrap();
+    db.execute("DELETE FROM checkpoints WHERE id = (SELECT parent_id FROM checkpoints WHERE id = ?1)", [&head])
+        .unwrap();
     let (_, checkpoint, field) = corrupt(app.get_state(&RunConfig::thread("t")).await.unwrap_err());
     assert_eq!((checkpoint.as_str(), field.as_str()), (head.as_str(), "parent"));
 }
@@ -103,12 +108,14 @@ async fn a_missing_parent_of_a_checkpoint_without_snapshot() {
 async fn a_damaged_task_write_fails_the_resume() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("writes.db");
-    let app = steps::graph().checkpointer(SqliteSaver::open(&path).unwrap()).interrupt_before(["two"]).compile().unwrap();
+    let app =
+        steps::graph().checkpointer(SqliteSaver::open(&path).unwrap()).interrupt_before(["two"]).compile().unwrap();
     let cfg = RunConfig::thread("w");
     assert!(app.invoke(steps::State::default(), &cfg).await.unwrap().is_interrupted());
     let db = Connection::open(&path).unwrap();
     db.execute("UPDATE writes SET body = CAST('{\"node\":\"one\",\"update\":{\"counter\":[]}}' AS BLOB)", []).unwrap();
-    db.execute(r#"UPDATE checkpoints SET body = CAST('{"next":[{"node":"two"}]}' AS BLOB) WHERE step = 1"#, []).unwrap();
+    db.execute(r#"UPDATE checkpoints SET body = CAST('{"next":[{"node":"two"}]}' AS BLOB) WHERE step = 1"#, [])
+        .unwrap();
     let (thread, _, field) = corrupt(app.resume(&cfg, ()).await.unwrap_err());
     assert_eq!(thread, "w");
     assert!(field.starts_with("writes[0]"), "{field}");

@@ -6,9 +6,9 @@
 #![cfg(unix)]
 
 use futures::future::BoxFuture;
+use graphwright::Durability;
 use graphwright::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, SqliteSaver, WriteRecord};
 use graphwright::prelude::*;
-use graphwright::Durability;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt;
@@ -56,7 +56,7 @@ impl Point {
 fn die() -> ! {
     let _ = Command::new("kill").args(["-KILL", &std::process::id().to_string()]).status();
     loop {
-        std::thread::sleep(std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_mins(1));
     }
 }
 
@@ -125,7 +125,12 @@ struct Crashing {
 }
 
 impl Checkpointer for Crashing {
-    fn put(&self, record: CheckpointRecord, expected: Option<String>, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    fn put(
+        &self,
+        record: CheckpointRecord,
+        expected: Option<String>,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'_, Result<(), CheckpointError>> {
         Box::pin(async move {
             self.inner.put(record, expected, writes).await?;
             if self.puts.fetch_add(1, Ordering::SeqCst) == 3 && self.point == Point::AfterCheckpoint {
@@ -146,15 +151,27 @@ impl Checkpointer for Crashing {
         })
     }
 
-    fn get<'a>(&'a self, thread: &'a str, id: Option<&'a str>) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
+    fn get<'a>(
+        &'a self,
+        thread: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
         self.inner.get(thread, id)
     }
 
-    fn list<'a>(&'a self, thread: &'a str, filter: &'a ListFilter) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        filter: &'a ListFilter,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
         self.inner.list(thread, filter)
     }
 
-    fn writes<'a>(&'a self, thread: &'a str, checkpoint: &'a str) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
+    fn writes<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
         self.inner.writes(thread, checkpoint)
     }
 
@@ -181,7 +198,8 @@ fn crash_child() {
     let cfg = RunConfig::thread(THREAD).durability(Durability::Sync);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
-        let out = if mode == "run" { app.invoke(pipeline::State::default(), &cfg).await } else { app.resume(&cfg, ()).await };
+        let out =
+            if mode == "run" { app.invoke(pipeline::State::default(), &cfg).await } else { app.resume(&cfg, ()).await };
         out.unwrap();
     });
 }
@@ -210,7 +228,14 @@ async fn durable_tasks(db: &Path) -> Vec<String> {
     let Some(head) = saver.get(THREAD, None).await.unwrap() else { return Vec::new() };
     let app = pipeline::graph().checkpointer(saver.clone()).compile().unwrap();
     let next = app.get_state(&RunConfig::thread(THREAD)).await.unwrap().unwrap().next;
-    saver.writes(THREAD, &head.id).await.unwrap().into_iter().filter(|w| w.index == 0).map(|w| next[w.task as usize].clone()).collect()
+    saver
+        .writes(THREAD, &head.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|w| w.index == 0)
+        .map(|w| next[w.task as usize].clone())
+        .collect()
 }
 
 async fn crash_and_resume(point: Point, durable_at_crash: &[&str], ran_before_crash: &[(&str, usize)]) {

@@ -5,7 +5,7 @@
 #![allow(unreachable_pub)]
 
 use graphwright::prelude::*;
-use graphwright::{TimeoutError, DEFAULT_RECURSION_LIMIT};
+use graphwright::{DEFAULT_RECURSION_LIMIT, TimeoutError};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

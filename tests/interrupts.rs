@@ -3,8 +3,8 @@
 use graphwright::prelude::*;
 use graphwright::{Interrupt, Resume};
 use serde_json::json;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[derive(Default)]
 struct Calls {
@@ -96,7 +96,10 @@ async fn a_wrong_answer_type_fails_the_node_and_keeps_the_pause() {
     let error = app.resume(&cfg, json!("seven")).await.unwrap_err();
     assert!(error.to_string().contains("does not fit the type the node expects"), "{error}");
     let error = app.resume(&cfg, json!(7)).await.unwrap_err();
-    assert!(matches!(&error, GraphError::Resume { .. }), "the first answer is kept, so a second one matches nothing: {error}");
+    assert!(
+        matches!(&error, GraphError::Resume { .. }),
+        "the first answer is kept, so a second one matches nothing: {error}"
+    );
 }
 
 #[graph]
@@ -149,7 +152,8 @@ async fn parallel_interrupts_are_answered_by_id_and_a_node_may_ask_twice() {
     let error = app.resume(&cfg, Resume::by_id([("nope", json!(1))])).await.unwrap_err();
     assert!(error.to_string().contains("no pending interrupt has the id `nope`"), "{error}");
 
-    let paused = app.resume(&cfg, Resume::by_id([(ids[0].clone(), json!("a")), (ids[1].clone(), json!("b"))])).await.unwrap();
+    let paused =
+        app.resume(&cfg, Resume::by_id([(ids[0].clone(), json!("a")), (ids[1].clone(), json!("b"))])).await.unwrap();
     let [second]: &[Interrupt] = paused.interrupts.as_slice() else { panic!("{:?}", paused.interrupts) };
     assert_eq!((second.node.as_str(), &second.value), ("left", &json!("left again?")));
     let done = app.resume(&cfg, json!("c")).await.unwrap();
@@ -165,7 +169,6 @@ async fn an_interrupt_needs_a_thread() {
 
 #[graph]
 mod agent {
-    use super::*;
 
     #[state]
     pub struct State {
@@ -223,13 +226,18 @@ async fn replay_and_forks_start_new_branches_and_leave_the_old_one_alone() {
     assert_eq!(replayed.state.trail, original.state.trail, "replay re-runs tools and answer");
 
     let fork_cfg = cfg.clone().checkpoint(before_tools.clone());
-    let fork = app.update_state(&fork_cfg, agent::StateUpdate::new().request("b".to_owned()), Some("plan")).await.unwrap();
+    let fork =
+        app.update_state(&fork_cfg, agent::StateUpdate::new().request("b".to_owned()), Some("plan")).await.unwrap();
     let forked = app.resume(&cfg.clone().checkpoint(fork), ()).await.unwrap();
     assert_eq!(forked.state.trail, ["plan a", "tools b", "answer"]);
 
     let old = app.state_history(&cfg).await.unwrap().into_iter().find(|s| s.checkpoint_id == final_id).unwrap();
     assert_eq!(old.state.trail, original.state.trail, "the old branch's checkpoints are untouched");
-    assert_eq!(app.get_state(&cfg).await.unwrap().unwrap().state.trail, forked.state.trail, "the newest branch is the head");
+    assert_eq!(
+        app.get_state(&cfg).await.unwrap().unwrap().state.trail,
+        forked.state.trail,
+        "the newest branch is the head"
+    );
 
     let error = app.update_state(&cfg, agent::StateUpdate::new(), Some("nobody")).await.unwrap_err();
     assert!(error.to_string().contains("`as_node` names no node `nobody`"), "{error}");

@@ -4,8 +4,8 @@
 use graphwright::checkpoint::{CheckpointRecord, Checkpointer, ListFilter};
 use graphwright::prelude::*;
 use graphwright::{Durability, MemorySaver};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[graph]
 mod chain {
@@ -165,7 +165,12 @@ async fn thread_operations_need_a_thread_and_report_corrupt_records() {
     let cfg = RunConfig::thread("c");
     app.invoke(chain::State::default(), &cfg).await.unwrap();
     let head = saver.get("c", None).await.unwrap().unwrap();
-    let damaged = CheckpointRecord { id: format!("{}z", head.id), parent_id: Some(head.id.clone()), body: b"{\"state\":{\"counter\":\"x\"},\"next\":[]}".to_vec(), ..head.clone() };
+    let damaged = CheckpointRecord {
+        id: format!("{}z", head.id),
+        parent_id: Some(head.id.clone()),
+        body: b"{\"state\":{\"counter\":\"x\"},\"next\":[]}".to_vec(),
+        ..head.clone()
+    };
     saver.put(damaged.clone(), Some(head.id.clone()), Vec::new()).await.unwrap();
     let error = app.get_state(&cfg).await.unwrap_err();
     let text = error.to_string();

@@ -4,7 +4,9 @@
 //! `postgres://postgres@127.0.0.1:5432/test`), each test in a schema of its own.
 
 use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, Client, NoTls};
-use graphwright::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, PostgresSaver, Source, WriteRecord, FORMAT_VERSION};
+use graphwright::checkpoint::{
+    CheckpointError, CheckpointRecord, Checkpointer, FORMAT_VERSION, ListFilter, PostgresSaver, Source, WriteRecord,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A schema of its own for one test, dropped when the test ends.
@@ -16,7 +18,8 @@ struct Schema {
 impl Schema {
     fn new() -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let server = std::env::var("GRAPHWRIGHT_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let server = std::env::var("GRAPHWRIGHT_TEST_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
         let name = format!("graphwright_pg_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let schema = Self { server, name };
         schema.run_blocking(format!("DROP SCHEMA IF EXISTS {0} CASCADE; CREATE SCHEMA {0}", schema.name));
@@ -77,7 +80,14 @@ fn record(thread: &str, id: &str, parent: Option<&str>, step: i64) -> Checkpoint
 }
 
 fn write(thread: &str, checkpoint: &str, body: &str) -> WriteRecord {
-    WriteRecord { thread_id: thread.into(), checkpoint_id: checkpoint.into(), task: 0, index: 0, format: FORMAT_VERSION, body: body.into() }
+    WriteRecord {
+        thread_id: thread.into(),
+        checkpoint_id: checkpoint.into(),
+        task: 0,
+        index: 0,
+        format: FORMAT_VERSION,
+        body: body.into(),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,7 +121,10 @@ async fn two_savers_racing_on_one_thread_one_wins_the_other_conflicts() {
     }
     let stored = left.list("race", &ListFilter::default()).await.unwrap();
     assert_eq!(stored.len(), 21, "one checkpoint per step, and the first");
-    assert!(stored.windows(2).all(|pair| pair[0].parent_id.as_deref() == Some(pair[1].id.as_str())), "one unbroken chain");
+    assert!(
+        stored.windows(2).all(|pair| pair[0].parent_id.as_deref() == Some(pair[1].id.as_str())),
+        "one unbroken chain"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,8 +137,13 @@ async fn migrations_run_once_when_savers_start_at_once() {
     again.put(record("m", "m1", None, 0), None, Vec::new()).await.unwrap();
 
     let raw = schema.raw().await;
-    let versions: Vec<i32> =
-        raw.query("SELECT version FROM graphwright_migrations ORDER BY version", &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    let versions: Vec<i32> = raw
+        .query("SELECT version FROM graphwright_migrations ORDER BY version", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     assert_eq!(versions, [1], "each migration recorded once");
 
     raw.batch_execute("INSERT INTO graphwright_migrations (version) VALUES (99)").await.unwrap();
@@ -176,7 +194,11 @@ async fn foreign_rows_are_typed_errors_naming_the_field() {
         assert_eq!(error, (thread.to_owned(), "c1".to_owned(), field.to_owned(), reason.to_owned()));
     }
     let (_, checkpoint, field, _) = field_of(saver.get("later", None).await);
-    assert_eq!((checkpoint.as_str(), field.as_str()), ("c2", "format"), "the newest checkpoint is read, and is unreadable");
+    assert_eq!(
+        (checkpoint.as_str(), field.as_str()),
+        ("c2", "format"),
+        "the newest checkpoint is read, and is unreadable"
+    );
     let (_, checkpoint, field, _) = field_of(saver.list("later", &ListFilter::default()).await);
     assert_eq!((checkpoint.as_str(), field.as_str()), ("c2", "format"), "list does not skip what it cannot read");
     assert!(saver.get("later", Some("c1")).await.unwrap().is_some(), "the sound checkpoint still reads");
@@ -191,7 +213,13 @@ async fn foreign_rows_are_typed_errors_naming_the_field() {
 async fn an_unreachable_server_is_a_backend_error_naming_the_step() {
     // Port 1 on loopback: nothing listens there, so the connection is refused at once.
     let error = PostgresSaver::connect("postgres://postgres@127.0.0.1:1/test").await.unwrap_err();
-    assert!(matches!(&error, CheckpointError::Backend { operation, .. } if operation == "migrated the checkpoint tables"), "{error}");
+    assert!(
+        matches!(&error, CheckpointError::Backend { operation, .. } if operation == "migrated the checkpoint tables"),
+        "{error}"
+    );
     let error = PostgresSaver::connect("postgres://postgres@127.0.0.1:notaport/test").await.unwrap_err();
-    assert!(matches!(&error, CheckpointError::Backend { operation, .. } if operation.contains("connection string")), "{error}");
+    assert!(
+        matches!(&error, CheckpointError::Backend { operation, .. } if operation.contains("connection string")),
+        "{error}"
+    );
 }

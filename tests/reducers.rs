@@ -114,9 +114,11 @@ mod chat {
 
     #[node(next = END)]
     fn reset(state: &State) -> StateUpdate {
-        StateUpdate::new()
-            .count_before_reset(state.messages.len())
-            .messages(vec![Message::system("gone too"), Message::remove_all(), Message::user("fresh")])
+        StateUpdate::new().count_before_reset(state.messages.len()).messages(vec![
+            Message::system("gone too"),
+            Message::remove_all(),
+            Message::user("fresh"),
+        ])
     }
 }
 
@@ -149,7 +151,8 @@ mod chat_history {
 
     #[node(next = END)]
     fn edit(_state: &State) -> StateUpdate {
-        StateUpdate::new().messages(vec![Message::assistant("hello again").with_id("2"), Message::user("bye").with_id("3")])
+        StateUpdate::new()
+            .messages(vec![Message::assistant("hello again").with_id("2"), Message::user("bye").with_id("3")])
     }
 
     #[node(next = END)]
@@ -205,7 +208,8 @@ mod overwrite {
 #[tokio::test]
 async fn overwrite_bypasses_the_reducer_for_one_write() {
     let app = overwrite::graph().compile().unwrap();
-    let out = app.invoke(overwrite::StateUpdate::new().log(vec!["input".to_owned()]), &RunConfig::default()).await.unwrap();
+    let out =
+        app.invoke(overwrite::StateUpdate::new().log(vec!["input".to_owned()]), &RunConfig::default()).await.unwrap();
     assert_eq!(out.state.log, ["reset", "more"]);
     assert_eq!(out.state.total, 3);
     assert_eq!(out.state.last, "x", "an Overwrite of a last-value field is a plain write");

@@ -5,8 +5,10 @@
 
 use graphwright::checkpoint::SqliteSaver;
 use graphwright::prelude::*;
-use graphwright::store::{Filter, InMemoryStore, Item, ManualClock, SearchQuery, SqliteStore, Store, StoreError, StoreOptions};
-use serde_json::{json, Value};
+use graphwright::store::{
+    Filter, InMemoryStore, Item, ManualClock, SearchQuery, SqliteStore, Store, StoreError, StoreOptions,
+};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -69,15 +71,23 @@ async fn put_get_overwrite_delete(make: Make) {
 async fn namespaces_are_isolated(make: Make) {
     let (f, _clock) = on_clock(make, StoreOptions::new());
     let store = &*f.store;
-    for (namespace, value) in [(&["a"][..], 1), (&["a", "b"][..], 2), (&["a", "c"][..], 3), (&["ab"][..], 4), (&["a.b"][..], 5)] {
+    for (namespace, value) in
+        [(&["a"][..], 1), (&["a", "b"][..], 2), (&["a", "c"][..], 3), (&["ab"][..], 4), (&["a.b"][..], 5)]
+    {
         store.put(namespace, "k", json!(value), None).await.unwrap();
     }
-    for (namespace, value) in [(&["a"][..], 1), (&["a", "b"][..], 2), (&["a", "c"][..], 3), (&["ab"][..], 4), (&["a.b"][..], 5)] {
+    for (namespace, value) in
+        [(&["a"][..], 1), (&["a", "b"][..], 2), (&["a", "c"][..], 3), (&["ab"][..], 4), (&["a.b"][..], 5)]
+    {
         assert_eq!(store.get(namespace, "k").await.unwrap().unwrap().value, json!(value), "{namespace:?}");
     }
     assert_eq!(store.get(&["a", "b", "c"], "k").await.unwrap(), None);
     store.delete(&["a", "b"], "k").await.unwrap();
-    assert_eq!(store.get(&["a"], "k").await.unwrap().unwrap().value, json!(1), "deleting one namespace leaves its parent");
+    assert_eq!(
+        store.get(&["a"], "k").await.unwrap().unwrap().value,
+        json!(1),
+        "deleting one namespace leaves its parent"
+    );
 
     let under_a = store.search(&["a"], SearchQuery::new()).await.unwrap();
     assert_eq!(keys(&under_a), ["a/k", "a.c/k"], "a prefix matches whole labels: not `ab`, not `a.b`");
@@ -130,7 +140,13 @@ async fn search_filters_and_pages(make: Make) {
         let store = Arc::clone(&f.store);
         async move {
             let query = SearchQuery::new().filter(Filter::new().ne("kind", "preference")).offset(offset).limit(limit);
-            store.search(&["memories"], query).await.unwrap().iter().map(|i| format!("{}/{}", i.namespace[1], i.key)).collect::<Vec<_>>()
+            store
+                .search(&["memories"], query)
+                .await
+                .unwrap()
+                .iter()
+                .map(|i| format!("{}/{}", i.namespace[1], i.key))
+                .collect::<Vec<_>>()
         }
     };
     assert_eq!(page(0, 2).await, ["u1/m1", "u1/m2"]);
@@ -143,14 +159,35 @@ async fn search_filters_and_pages(make: Make) {
 async fn list_namespaces_by_depth(make: Make) {
     let (f, _clock) = on_clock(make, StoreOptions::new());
     let store = &*f.store;
-    for namespace in [&["users", "u1", "facts"][..], &["users", "u1", "prefs"], &["users", "u2", "facts"], &["users"], &["teams", "t1"]] {
+    for namespace in [
+        &["users", "u1", "facts"][..],
+        &["users", "u1", "prefs"],
+        &["users", "u2", "facts"],
+        &["users"],
+        &["teams", "t1"],
+    ] {
         store.put(namespace, "k", json!(1), None).await.unwrap();
     }
     let all = store.list_namespaces(&[], None).await.unwrap();
-    assert_eq!(all, [vec!["teams", "t1"], vec!["users"], vec!["users", "u1", "facts"], vec!["users", "u1", "prefs"], vec!["users", "u2", "facts"]]);
+    assert_eq!(
+        all,
+        [
+            vec!["teams", "t1"],
+            vec!["users"],
+            vec!["users", "u1", "facts"],
+            vec!["users", "u1", "prefs"],
+            vec!["users", "u2", "facts"]
+        ]
+    );
     assert_eq!(store.list_namespaces(&[], Some(1)).await.unwrap(), [vec!["teams"], vec!["users"]]);
-    assert_eq!(store.list_namespaces(&["users"], Some(2)).await.unwrap(), [vec!["users"], vec!["users", "u1"], vec!["users", "u2"]]);
-    assert_eq!(store.list_namespaces(&["users", "u1"], None).await.unwrap(), [vec!["users", "u1", "facts"], vec!["users", "u1", "prefs"]]);
+    assert_eq!(
+        store.list_namespaces(&["users"], Some(2)).await.unwrap(),
+        [vec!["users"], vec!["users", "u1"], vec!["users", "u2"]]
+    );
+    assert_eq!(
+        store.list_namespaces(&["users", "u1"], None).await.unwrap(),
+        [vec!["users", "u1", "facts"], vec!["users", "u1", "prefs"]]
+    );
     assert!(store.list_namespaces(&["user"], None).await.unwrap().is_empty(), "prefixes match whole labels");
     let zero = store.list_namespaces(&[], Some(0)).await.unwrap_err();
     assert!(matches!(zero, StoreError::InvalidQuery { .. }), "{zero}");
@@ -253,7 +290,10 @@ async fn invalid_names_are_errors(make: Make) {
     let message = namespace_error(store.put(&[], "k", json!(1), None).await);
     assert!(message.contains("at least one label"), "{message}");
     let message = namespace_error(store.put(&["users", ""], "k", json!(1), None).await);
-    assert_eq!(message, "invalid store namespace [\"users\", \"\"]: label 1 is empty; every label needs at least one character");
+    assert_eq!(
+        message,
+        "invalid store namespace [\"users\", \"\"]: label 1 is empty; every label needs at least one character"
+    );
     let message = namespace_error(store.put(&["a\u{1f}b"], "k", json!(1), None).await);
     assert!(message.contains("label 0 contains U+001F"), "{message}");
     namespace_error(store.get(&[], "k").await.map(drop));
@@ -330,7 +370,8 @@ mod memory_graph {
             store.put(&namespace, key, json!({"text": state.note, "kind": "note"}), None).await?;
         }
         let notes = store.search(&namespace, SearchQuery::new().filter(Filter::new().eq("kind", "note"))).await?;
-        Ok(StateUpdate::new().recalled(notes.iter().filter_map(|i| i.value["text"].as_str().map(str::to_owned)).collect::<Vec<_>>()))
+        Ok(StateUpdate::new()
+            .recalled(notes.iter().filter_map(|i| i.value["text"].as_str().map(str::to_owned)).collect::<Vec<_>>()))
     }
 }
 
@@ -353,7 +394,10 @@ async fn nodes_share_memory_across_threads(make: Make) {
 async fn a_node_without_a_store_fails_saying_how_to_add_one() {
     let app = memory_graph::graph().compile().unwrap();
     let error = app.invoke(memory_graph::State::default(), &RunConfig::default()).await.unwrap_err();
-    assert!(error.to_string().contains("this graph has no store: give it one with `.store(InMemoryStore::new())`"), "{error}");
+    assert!(
+        error.to_string().contains("this graph has no store: give it one with `.store(InMemoryStore::new())`"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -382,7 +426,8 @@ async fn damaged(sql: &str) -> (tempfile::TempDir, SqliteStore, StoreError) {
     let store = SqliteStore::open(&path).unwrap();
     store.put(&["users", "u1"], "k", json!({"a": 1}), Some(Duration::from_hours(1))).await.unwrap();
     rusqlite::Connection::open(&path).unwrap().execute_batch(sql).unwrap();
-    let error = store.get(&["users", "u1"], "k").await.map(drop).err().or(store.search(&[], SearchQuery::new()).await.err());
+    let error =
+        store.get(&["users", "u1"], "k").await.map(drop).err().or(store.search(&[], SearchQuery::new()).await.err());
     (dir, store, error.expect("a damaged row is an error"))
 }
 
@@ -398,7 +443,10 @@ async fn damaged_sqlite_rows_are_typed_errors() {
     let (_dir, _, error) = damaged("UPDATE store_items SET value = '{not json'").await;
     assert_eq!(corrupt_field(&error), "value");
     let message = error.to_string();
-    assert!(message.starts_with("stored item \"k\" in namespace \"users\\u{1f}u1\" is unreadable at `value`: not JSON"), "{message}");
+    assert!(
+        message.starts_with("stored item \"k\" in namespace \"users\\u{1f}u1\" is unreadable at `value`: not JSON"),
+        "{message}"
+    );
 
     let (_dir, store, error) = damaged("UPDATE store_items SET value = x'00ff'").await;
     assert_eq!(corrupt_field(&error), "value");

@@ -3,8 +3,8 @@
 use futures::StreamExt;
 use graphwright::prelude::*;
 use graphwright::stream::{Event, EventKind, RunStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 #[state]
@@ -46,13 +46,19 @@ async fn updates_and_values_of_a_chain_come_in_order_then_one_terminal() {
     for (i, event) in events[..1000].iter().enumerate() {
         let EventKind::Update { node, update } = &event.kind else { panic!("{event:?}") };
         assert_eq!(node, &format!("node_{i}"));
-        assert_eq!(update.counter, Some(graphwright::Write::Reduce(i as i64 + 1)));
+        assert_eq!(update.counter, Some(graphwright::Write::Reduce(i64::try_from(i).unwrap() + 1)));
         assert_eq!(event.step, i as u64 + 1);
     }
     assert!(matches!(events[1000].kind, EventKind::Finished { ref state, steps: 1000 } if state.counter == 1000));
 
     let events = collect(app.stream(Count::default(), &RunConfig::default(), StreamMode::Values)).await;
-    let values: Vec<i64> = events.iter().filter_map(|e| match &e.kind { EventKind::Values(s) => Some(s.counter), _ => None }).collect();
+    let values: Vec<i64> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Values(s) => Some(s.counter),
+            _ => None,
+        })
+        .collect();
     assert_eq!(values, (0..=1000).collect::<Vec<_>>(), "the input after START, then every step");
     assert_eq!(terminals(&events), 1);
 }
@@ -94,7 +100,9 @@ mod talker {
 #[tokio::test]
 async fn custom_and_message_events_come_from_nodes() {
     let app = talker::graph().compile().unwrap();
-    let events = collect(app.stream(talker::State::default(), &RunConfig::default(), StreamMode::Custom | StreamMode::Messages)).await;
+    let events =
+        collect(app.stream(talker::State::default(), &RunConfig::default(), StreamMode::Custom | StreamMode::Messages))
+            .await;
     let kinds: Vec<String> = events
         .iter()
         .map(|e| match &e.kind {
@@ -105,7 +113,13 @@ async fn custom_and_message_events_come_from_nodes() {
         })
         .collect();
     assert_eq!(kinds, [r#"custom think {"progress":50}"#, "message think m1 Hel", "message think m1 lo", "finished"]);
-    let joined: String = events.iter().filter_map(|e| match &e.kind { EventKind::Message { delta, .. } => Some(delta.as_str()), _ => None }).collect();
+    let joined: String = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Message { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(joined, "Hello", "the deltas add up to the message");
 }
 
@@ -123,7 +137,13 @@ async fn tasks_and_checkpoints_are_reported_on_a_thread() {
         })
         .collect();
     assert_eq!(tasks, ["start think", "end think", "start speak", "end speak"]);
-    let checkpoints: Vec<i64> = events.iter().filter_map(|e| match &e.kind { EventKind::Checkpoint { step, .. } => Some(*step), _ => None }).collect();
+    let checkpoints: Vec<i64> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Checkpoint { step, .. } => Some(*step),
+            _ => None,
+        })
+        .collect();
     assert_eq!(checkpoints, [1, 2]);
     let stored: Vec<String> = app.state_history(&cfg).await.unwrap().iter().map(|s| s.checkpoint_id.clone()).collect();
     for event in &events {
@@ -141,12 +161,18 @@ async fn failed_and_interrupted_runs_end_with_one_terminal_event() {
     assert_eq!(terminals(&events), 1);
     let EventKind::Failed(error) = &events.last().unwrap().kind else { panic!("{:?}", events.last()) };
     assert!(error.to_string().contains("speaker unplugged"), "{error}");
-    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::TaskFinished { node, error: Some(_), .. } if node == "speak")));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::TaskFinished { node, error: Some(_), .. } if node == "speak"))
+    );
 
     let input = talker::State { ask: true, ..talker::State::default() };
     let events = collect(app.stream(input, &RunConfig::thread("ask"), StreamMode::Tasks)).await;
     assert_eq!(terminals(&events), 1);
-    let EventKind::Interrupted { interrupts, state } = &events.last().unwrap().kind else { panic!("{:?}", events.last()) };
+    let EventKind::Interrupted { interrupts, state } = &events.last().unwrap().kind else {
+        panic!("{:?}", events.last())
+    };
     assert_eq!((interrupts[0].node.as_str(), state.said.clone()), ("speak", vec!["Hello".to_owned()]));
 }
 
@@ -189,8 +215,8 @@ impl Drop for DropFlag {
 mod forever {
     use super::DropFlag;
     use graphwright::prelude::*;
-    use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
 
     #[state]
     pub struct State {

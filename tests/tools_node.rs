@@ -25,8 +25,7 @@ fn add(
 /// Divide `a` by `b`.
 #[tool]
 fn divide(a: i64, b: i64) -> Result<i64, String> {
-    a.checked_div(b)
-        .ok_or_else(|| "division by zero: pick a `b` other than 0".to_owned())
+    a.checked_div(b).ok_or_else(|| "division by zero: pick a `b` other than 0".to_owned())
 }
 
 /// Always crashes.
@@ -43,17 +42,11 @@ async fn slow(millis: u64) -> String {
 }
 
 fn ask(calls: Vec<ToolCall>) -> Vec<Message> {
-    vec![
-        Message::user("go"),
-        Message::assistant("").with_tool_calls(calls),
-    ]
+    vec![Message::user("go"), Message::assistant("").with_tool_calls(calls)]
 }
 
 fn ids(messages: &[Message]) -> Vec<&str> {
-    messages
-        .iter()
-        .map(|m| m.tool_call_id.as_deref().unwrap_or(""))
-        .collect()
+    messages.iter().map(|m| m.tool_call_id.as_deref().unwrap_or("")).collect()
 }
 
 #[tokio::test]
@@ -69,39 +62,19 @@ async fn malformed_calls_each_get_one_error_and_valid_siblings_still_run() {
         ToolCall::new("unknown", "ad", json!({"a": 1, "b": 2})),
         ToolCall::new("twice", "add", json!({"a": 10, "b": 20})),
         ToolCall::new("twice", "add", json!({"a": 30, "b": 40})),
-        ToolCall::new(
-            "text",
-            "add",
-            Value::String(r#"{"a": 5, "b": 6}"#.to_owned()),
-        ),
+        ToolCall::new("text", "add", Value::String(r#"{"a": 5, "b": 6}"#.to_owned())),
     ];
     let out = node.run_in(&ask(calls), &ToolEnv::new()).await;
 
-    assert_eq!(
-        ids(&out),
-        [
-            "ok", "json", "missing", "type", "extra", "unknown", "twice", "twice", "text"
-        ]
-    );
+    assert_eq!(ids(&out), ["ok", "json", "missing", "type", "extra", "unknown", "twice", "twice", "text"]);
     let errors: Vec<bool> = out.iter().map(|m| m.is_error).collect();
-    assert_eq!(
-        errors,
-        [false, true, true, true, true, true, false, true, false]
-    );
+    assert_eq!(errors, [false, true, true, true, true, true, false, true, false]);
     assert!(out.iter().all(|m| m.role == Role::Tool && m.id.is_some()));
     let message_ids: std::collections::HashSet<_> = out.iter().map(|m| m.id.clone()).collect();
-    assert_eq!(
-        message_ids.len(),
-        out.len(),
-        "every tool message has its own id"
-    );
+    assert_eq!(message_ids.len(), out.len(), "every tool message has its own id");
 
     assert_eq!(out[0].content, "3");
-    assert!(
-        out[1].content.contains("not valid JSON"),
-        "{}",
-        out[1].content
-    );
+    assert!(out[1].content.contains("not valid JSON"), "{}", out[1].content);
     assert_eq!(
         out[2].content,
         "invalid arguments for tool `add`: field `b`: this required field is missing \
@@ -112,27 +85,15 @@ async fn malformed_calls_each_get_one_error_and_valid_siblings_still_run() {
         "invalid arguments for tool `add`: field `b`: expected an integer, got the string \"two\"; \
          fix them and call the tool again"
     );
-    assert!(
-        out[4].content.contains("field `c`: unknown field"),
-        "{}",
-        out[4].content
-    );
+    assert!(out[4].content.contains("field `c`: unknown field"), "{}", out[4].content);
     assert_eq!(
         out[5].content,
         "there is no tool named `ad` (did you mean `add`?); the tools you can call are: `add`, `divide`"
     );
     assert_eq!(out[6].content, "30");
-    assert!(
-        out[7].content.contains("already used by call 7"),
-        "{}",
-        out[7].content
-    );
+    assert!(out[7].content.contains("already used by call 7"), "{}", out[7].content);
     assert_eq!(out[8].content, "11");
-    assert_eq!(
-        ADDS.load(Ordering::SeqCst) - before,
-        3,
-        "only the three valid calls ran"
-    );
+    assert_eq!(ADDS.load(Ordering::SeqCst) - before, 3, "only the three valid calls ran");
 }
 
 #[tokio::test]
@@ -145,15 +106,9 @@ async fn a_tool_error_a_panic_and_a_bad_name_do_not_stop_the_others() {
     ];
     let out = node.run_in(&ask(calls), &ToolEnv::new()).await;
     assert_eq!(ids(&out), ["c1", "c2", "c3"]);
-    assert_eq!(
-        out[0].content,
-        "tool `divide` failed: division by zero: pick a `b` other than 0"
-    );
+    assert_eq!(out[0].content, "tool `divide` failed: division by zero: pick a `b` other than 0");
     assert!(out[0].is_error);
-    assert_eq!(
-        out[1].content,
-        "tool `crash` crashed (boom); this is a bug in the tool, not in your arguments"
-    );
+    assert_eq!(out[1].content, "tool `crash` crashed (boom); this is a bug in the tool, not in your arguments");
     assert!(out[1].is_error);
     assert_eq!((out[2].content.as_str(), out[2].is_error), ("3", false));
     assert_eq!(out[1].name.as_deref(), Some("crash"));
@@ -161,10 +116,7 @@ async fn a_tool_error_a_panic_and_a_bad_name_do_not_stop_the_others() {
 
 #[tokio::test(start_paused = true)]
 async fn a_timeout_becomes_an_error_message() {
-    let node = ToolNode::new(tools![Slow]).policy(
-        "slow",
-        ToolPolicy::new().timeout(Duration::from_millis(100)),
-    );
+    let node = ToolNode::new(tools![Slow]).policy("slow", ToolPolicy::new().timeout(Duration::from_millis(100)));
     let calls = vec![
         ToolCall::new("fast", "slow", json!({"millis": 10})),
         ToolCall::new("late", "slow", json!({"millis": 60_000})),
@@ -189,10 +141,7 @@ fn flaky() -> Result<String, std::io::Error> {
     }
 }
 
-fn recorder() -> (
-    Arc<Mutex<Vec<ToolEvent>>>,
-    impl Fn(ToolEvent) + Send + Sync + 'static,
-) {
+fn recorder() -> (Arc<Mutex<Vec<ToolEvent>>>, impl Fn(ToolEvent) + Send + Sync + 'static) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
     (events, move |event| sink.lock().unwrap().push(event))
@@ -202,29 +151,17 @@ fn recorder() -> (
 async fn failures_are_retried_under_the_policy_and_bad_arguments_never() {
     let (events, sink) = recorder();
     let retry = RetryPolicy::new(3).initial_backoff(Duration::from_millis(5));
-    let node = ToolNode::new(tools![Flaky, Add])
-        .default_policy(ToolPolicy::new().retry(retry))
-        .on_event(sink);
-    let calls = vec![
-        ToolCall::new("f", "flaky", json!({})),
-        ToolCall::new("bad", "add", json!({"a": "x", "b": 1})),
-    ];
+    let node = ToolNode::new(tools![Flaky, Add]).default_policy(ToolPolicy::new().retry(retry)).on_event(sink);
+    let calls = vec![ToolCall::new("f", "flaky", json!({})), ToolCall::new("bad", "add", json!({"a": "x", "b": 1}))];
     let out = node.run_in(&ask(calls), &ToolEnv::new()).await;
-    assert_eq!(
-        (out[0].content.as_str(), out[0].is_error),
-        ("worked on attempt 3", false)
-    );
+    assert_eq!((out[0].content.as_str(), out[0].is_error), ("worked on attempt 3", false));
     assert!(out[1].is_error);
     let attempts: Vec<(String, u32)> = events
         .lock()
         .unwrap()
         .iter()
         .filter_map(|e| match e {
-            ToolEvent::Finished {
-                tool_call_id,
-                attempts,
-                ..
-            } => Some((tool_call_id.clone(), *attempts)),
+            ToolEvent::Finished { tool_call_id, attempts, .. } => Some((tool_call_id.clone(), *attempts)),
             _ => None,
         })
         .collect();
@@ -235,8 +172,7 @@ async fn failures_are_retried_under_the_policy_and_bad_arguments_never() {
 /// Looks up an account, and reports progress.
 #[tool]
 fn account(id: String, rt: &ToolRuntime) -> String {
-    rt.writer()
-        .write(json!({"step": format!("fetching {id} with key sk-live-123")}));
+    rt.writer().write(json!({"step": format!("fetching {id} with key sk-live-123")}));
     format!("account {id}: balance 10, api key sk-live-123")
 }
 
@@ -244,10 +180,7 @@ fn account(id: String, rt: &ToolRuntime) -> String {
 async fn redaction_keeps_secrets_out_of_events_and_messages() {
     let (events, sink) = recorder();
     let node = ToolNode::new(tools![Account])
-        .policy(
-            "account",
-            ToolPolicy::new().redact(|text| text.replace("sk-live-123", "[key]")),
-        )
+        .policy("account", ToolPolicy::new().redact(|text| text.replace("sk-live-123", "[key]")))
         .on_event(sink);
     let calls = vec![ToolCall::new("a1", "account", json!({"id": "sk-live-123"}))];
     let out = node.run_in(&ask(calls), &ToolEnv::new()).await;
@@ -256,47 +189,29 @@ async fn redaction_keeps_secrets_out_of_events_and_messages() {
     let text = serde_json::to_string(&*events).unwrap();
     assert!(!text.contains("sk-live"), "{text}");
     assert_eq!(events.len(), 3);
-    assert!(
-        matches!(&events[0], ToolEvent::Started { arguments, .. } if arguments == &json!({"id": "[key]"}))
-    );
+    assert!(matches!(&events[0], ToolEvent::Started { arguments, .. } if arguments == &json!({"id": "[key]"})));
     assert!(
         matches!(&events[1], ToolEvent::Progress { data, .. } if data == &json!({"step": "fetching [key] with key [key]"}))
     );
-    assert!(matches!(
-        &events[2],
-        ToolEvent::Finished {
-            is_error: false,
-            ..
-        }
-    ));
+    assert!(matches!(&events[2], ToolEvent::Finished { is_error: false, .. }));
     assert!(events.iter().all(|e| e.tool_call_id() == "a1"));
 }
 
 #[tokio::test]
 async fn a_result_check_rejects_a_result() {
     let check = ToolPolicy::new().check_result(|out| {
-        if out
-            .clone()
-            .into_content()
-            .parse::<i64>()
-            .is_ok_and(|n| n < 100)
-        {
+        if out.clone().into_content().parse::<i64>().is_ok_and(|n| n < 100) {
             Ok(())
         } else {
             Err("results must stay below 100".into())
         }
     });
     let node = ToolNode::new(tools![Add]).policy("add", check);
-    let calls = vec![
-        ToolCall::new("s", "add", json!({"a": 1, "b": 2})),
-        ToolCall::new("l", "add", json!({"a": 100, "b": 2})),
-    ];
+    let calls =
+        vec![ToolCall::new("s", "add", json!({"a": 1, "b": 2})), ToolCall::new("l", "add", json!({"a": 100, "b": 2}))];
     let out = node.run_in(&ask(calls), &ToolEnv::new()).await;
     assert_eq!(out[0].content, "3");
-    assert_eq!(
-        out[1].content,
-        "tool `add` returned a result that failed its check: results must stay below 100"
-    );
+    assert_eq!(out[1].content, "tool `add` returned a result that failed its check: results must stay below 100");
 }
 
 #[tokio::test(start_paused = true)]
@@ -318,10 +233,7 @@ async fn fifty_calls_finish_in_any_order_and_are_answered_in_call_order() {
     assert_eq!(out.len(), 50);
     for (call, message) in calls.iter().zip(&out) {
         assert_eq!(message.tool_call_id.as_deref(), Some(call.id.as_str()));
-        assert_eq!(
-            message.content,
-            format!("slept {} ms", call.arguments["millis"])
-        );
+        assert_eq!(message.content, format!("slept {} ms", call.arguments["millis"]));
         assert!(!message.is_error);
     }
     let finished: Vec<String> = events
@@ -333,10 +245,7 @@ async fn fifty_calls_finish_in_any_order_and_are_answered_in_call_order() {
         .collect();
     let call_order: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
     assert_eq!(finished.len(), 50);
-    assert_ne!(
-        finished, call_order,
-        "the calls ran concurrently and finished out of order"
-    );
+    assert_ne!(finished, call_order, "the calls ran concurrently and finished out of order");
     let mut sorted = finished.clone();
     sorted.sort();
     let mut expected = call_order.clone();
@@ -359,9 +268,7 @@ async fn every_call_has_a_start_then_a_finish_under_its_id() {
         let mine: Vec<&ToolEvent> = events
             .iter()
             .filter(|e| match e {
-                ToolEvent::Started { index: i, .. } | ToolEvent::Finished { index: i, .. } => {
-                    *i == index
-                }
+                ToolEvent::Started { index: i, .. } | ToolEvent::Finished { index: i, .. } => *i == index,
                 _ => false,
             })
             .collect();
@@ -379,24 +286,14 @@ async fn only_the_last_message_is_read() {
     history.push(Message::tool("c", "2"));
     assert!(node.run_in(&history, &ToolEnv::new()).await.is_empty());
     assert!(node.run_in(&[], &ToolEnv::new()).await.is_empty());
-    assert!(
-        node.run_in(&[Message::assistant("no tools")], &ToolEnv::new())
-            .await
-            .is_empty()
-    );
+    assert!(node.run_in(&[Message::assistant("no tools")], &ToolEnv::new()).await.is_empty());
 }
 
 #[test]
 fn tools_condition_routes_on_the_last_message() {
     let call = ToolCall::new("c", "add", json!({}));
-    assert_eq!(
-        tools_condition(&ask(vec![call.clone()])),
-        graphwright::tool::ToolRoute::Tools
-    );
-    assert_eq!(
-        tools_condition(&[Message::assistant("done")]),
-        graphwright::tool::ToolRoute::End
-    );
+    assert_eq!(tools_condition(&ask(vec![call.clone()])), graphwright::tool::ToolRoute::Tools);
+    assert_eq!(tools_condition(&[Message::assistant("done")]), graphwright::tool::ToolRoute::End);
     assert_eq!(tools_condition(&[]), graphwright::tool::ToolRoute::End);
     let mut answered = ask(vec![call]);
     answered.push(Message::tool("c", "ok"));

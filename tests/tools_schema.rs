@@ -129,10 +129,7 @@ fn optional_and_defaulted_parameters_are_not_required() {
 
 #[test]
 fn enums_nested_structs_vectors_and_multi_line_descriptions() {
-    assert_eq!(
-        Find.description(),
-        "Find products.\n\nReturns one line per product."
-    );
+    assert_eq!(Find.description(), "Find products.\n\nReturns one line per product.");
     assert_eq!(
         Find.parameters(),
         json!({
@@ -175,11 +172,7 @@ fn the_injected_runtime_is_absent_from_every_schema() {
     for tool in &tools![Add, Search, Find] {
         let parameters = tool.parameters();
         let properties = parameters["properties"].as_object().unwrap();
-        assert!(
-            !properties.contains_key("rt"),
-            "{}: {parameters}",
-            tool.name()
-        );
+        assert!(!properties.contains_key("rt"), "{}: {parameters}", tool.name());
         let required = parameters["required"].as_array().unwrap();
         assert!(!required.contains(&json!("rt")));
         let strict = schema::strict(parameters.clone());
@@ -244,10 +237,7 @@ fn strict_mode_requires_everything_and_makes_optional_fields_nullable() {
             "additionalProperties": false
         })
     );
-    assert_eq!(
-        strict["required"],
-        json!(["order", "range", "tags", "size"])
-    );
+    assert_eq!(strict["required"], json!(["order", "range", "tags", "size"]));
 }
 
 #[test]
@@ -271,10 +261,7 @@ fn a_nullable_enum_without_type_gains_a_null_alternative() {
         strict["properties"]["range"],
         json!({"description": "Price range.", "anyOf": [{"$ref": "#/$defs/Range"}, {"type": "null"}]})
     );
-    assert_eq!(
-        strict["$defs"]["Range"]["additionalProperties"],
-        json!(false)
-    );
+    assert_eq!(strict["$defs"]["Range"]["additionalProperties"], json!(false));
 }
 
 #[test]
@@ -291,10 +278,7 @@ fn provider_formats() {
         json!({"name": "add", "description": "Add two integers.", "input_schema": Add.parameters()})
     );
     let set = tools![Add, Search];
-    assert_eq!(
-        set.openai_functions(true)[1],
-        schema::openai_strict_function(&Search)
-    );
+    assert_eq!(set.openai_functions(true)[1], schema::openai_strict_function(&Search));
     assert_eq!(set.anthropic_tools()[0], schema::anthropic_tool(&Add));
 }
 
@@ -321,19 +305,10 @@ fn schema_for_serves_hand_written_tools() {
 async fn the_fn_stays_plain_rust_and_the_tool_reads_defaults() {
     assert_eq!(add(2, 3), 5);
     let rt = ToolRuntime::detached("c1");
-    assert_eq!(
-        search("tea".into(), None, 0, true, &rt),
-        ["tea None 0 true"]
-    );
-    let out = Search
-        .call(json!({"query": "tea", "limit": 3}), &rt)
-        .await
-        .unwrap();
+    assert_eq!(search("tea".into(), None, 0, true, &rt), ["tea None 0 true"]);
+    let out = Search.call(json!({"query": "tea", "limit": 3}), &rt).await.unwrap();
     assert_eq!(out.into_content(), r#"["tea Some(3) 0 true"]"#);
-    let out = Search
-        .call(json!({"query": "tea", "in_stock": null, "offset": 5}), &rt)
-        .await
-        .unwrap();
+    let out = Search.call(json!({"query": "tea", "in_stock": null, "offset": 5}), &rt).await.unwrap();
     assert_eq!(out.into_content(), r#"["tea None 5 true"]"#);
 }
 
@@ -354,6 +329,8 @@ mod hygiene {
     struct Default;
 
     /// Echo a number.
+    // The fully qualified `Result` is the point of this hygiene test.
+    #[allow(clippy::unnecessary_wraps)]
     #[tool]
     pub(super) fn echo(
         n: u32,

@@ -3,7 +3,7 @@
 use graphwright::prelude::*;
 use graphwright::store::InMemoryStore;
 use graphwright::tool::ToolNode;
-use graphwright::{tools, Store, ToolCall};
+use graphwright::{Store, ToolCall, tools};
 use std::sync::Arc;
 
 /// Remember a fact about the user.
@@ -35,7 +35,8 @@ mod memo {
 }
 
 fn asking() -> memo::State {
-    let call = ToolCall { id: "c1".into(), name: "remember".into(), arguments: serde_json::json!({"fact": "likes tea"}) };
+    let call =
+        ToolCall { id: "c1".into(), name: "remember".into(), arguments: serde_json::json!({"fact": "likes tea"}) };
     memo::State { messages: vec![Message::assistant("").with_tool_calls(vec![call])] }
 }
 

@@ -85,16 +85,19 @@ fn parse_reducer(cx: &mut Ctxt, attr: &Attribute) -> Reducer {
         return Reducer::LastValue;
     };
     if let Ok(syn::MetaNameValue { path, value, .. }) = list.parse_args::<syn::MetaNameValue>()
-        && path.is_ident("with") {
-            if let syn::Expr::Path(f) = value {
-                return Reducer::With(f.path);
-            }
-            cx.error_spanned_by(value, "`with = ..` takes the path of a `fn(&mut T, T)`");
-            return Reducer::LastValue;
+        && path.is_ident("with")
+    {
+        if let syn::Expr::Path(f) = value {
+            return Reducer::With(f.path);
         }
+        cx.error_spanned_by(value, "`with = ..` takes the path of a `fn(&mut T, T)`");
+        return Reducer::LastValue;
+    }
     if let Ok(word) = list.parse_args::<Ident>() {
         let name = word.to_string();
-        if let Some(known) = REDUCERS.iter().find(|r| **r == name && **r != "with") { Reducer::Named(known) } else {
+        if let Some(known) = REDUCERS.iter().find(|r| **r == name && **r != "with") {
+            Reducer::Named(known)
+        } else {
             let hint = graphwright_wiring::closest(&name, REDUCERS.iter().copied())
                 .map(|near| format!("; did you mean `{near}`?"))
                 .unwrap_or_default();
@@ -137,9 +140,8 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
     let field_docs = names.iter().map(|n| format!("The write of `{n}`, if this update writes it."));
     let folds = def.fields.iter().map(fold);
     let last_value = def.fields.iter().map(|f| matches!(f.reducer, Reducer::LastValue));
-    let update_doc = format!(
-        "A partial update of [`{name}`]: each field the node writes, folded in with that field's reducer."
-    );
+    let update_doc =
+        format!("A partial update of [`{name}`]: each field the node writes, folded in with that field's reducer.");
     // Spanned at the state's name (keyword and braces), so that rustc's "not found for this
     // struct" points at the state the user wrote rather than at the macro.
     let body = quote! {
@@ -261,7 +263,10 @@ fn with_derives(item: &ItemStruct) -> TokenStream {
         .iter()
         .filter(|a| a.path().is_ident("derive"))
         .flat_map(|a| {
-            a.parse_args_with(syn::punctuated::Punctuated::<Path, syn::Token![,]>::parse_terminated).map_or_else(|_| Vec::new(), |paths| paths.into_iter().filter_map(|p| p.segments.last().map(|s| s.ident.to_string())).collect())
+            a.parse_args_with(syn::punctuated::Punctuated::<Path, syn::Token![,]>::parse_terminated).map_or_else(
+                |_| Vec::new(),
+                |paths| paths.into_iter().filter_map(|p| p.segments.last().map(|s| s.ident.to_string())).collect(),
+            )
         })
         .collect();
     let wanted = [

@@ -36,10 +36,7 @@ struct Param {
 
 enum Kind {
     /// Read from the model's arguments; `doc` (the `///` text) is the property's description.
-    Argument {
-        doc: String,
-        default: Option<Default>,
-    },
+    Argument { doc: String, default: Option<Default> },
     /// Injected: `ToolRuntime<..>` (by value) or `&ToolRuntime<..>`; `view` is the type
     /// without the reference.
     Runtime { by_ref: bool, view: Type },
@@ -57,10 +54,7 @@ pub(crate) fn expand(args: TokenStream, input: &TokenStream) -> TokenStream {
     let mut cx = Ctxt::default();
     let options = parse_options(&mut cx, args);
     let Ok(item) = syn::parse2::<ItemFn>(input.clone()) else {
-        let error = syn::Error::new_spanned(
-            input,
-            "`#[tool]` goes on a free fn: `#[tool] fn name(..) -> T { .. }`",
-        );
+        let error = syn::Error::new_spanned(input, "`#[tool]` goes on a free fn: `#[tool] fn name(..) -> T { .. }`");
         let error = error.to_compile_error();
         return quote!(#error #input);
     };
@@ -71,11 +65,7 @@ pub(crate) fn expand(args: TokenStream, input: &TokenStream) -> TokenStream {
     check_name(&mut cx, &def, options.name.as_ref());
     // A missing description or a bad name still yields the full expansion; a bad signature
     // yields a fallback impl, so each mistake gives one error and not a cascade.
-    let body = if describable {
-        expand_tool(&def)
-    } else {
-        fallback(&def)
-    };
+    let body = if describable { expand_tool(&def) } else { fallback(&def) };
     let errors = cx.into_compile_errors();
     quote!(#body #errors)
 }
@@ -90,9 +80,7 @@ fn parse_options(cx: &mut Ctxt, args: TokenStream) -> Options {
         }
     };
     for pair in pairs {
-        let key = quote::ToTokens::to_token_stream(&pair.path)
-            .to_string()
-            .replace(' ', "");
+        let key = quote::ToTokens::to_token_stream(&pair.path).to_string().replace(' ', "");
         let slot = match key.as_str() {
             "name" => &mut options.name,
             "description" => &mut options.description,
@@ -100,18 +88,18 @@ fn parse_options(cx: &mut Ctxt, args: TokenStream) -> Options {
                 let hint = graphwright_wiring::closest(&key, OPTIONS.iter().copied())
                     .map(|near| format!("; did you mean `{near}`?"))
                     .unwrap_or_default();
-                cx.error_spanned_by(&pair.path, format!("unknown tool option `{key}`{hint} (options: `name = \"..\"`, `description = \"..\"`)"));
+                cx.error_spanned_by(
+                    &pair.path,
+                    format!("unknown tool option `{key}`{hint} (options: `name = \"..\"`, `description = \"..\"`)"),
+                );
                 continue;
             }
         };
         match &pair.value {
-            Expr::Lit(syn::ExprLit {
-                lit: Lit::Str(text),
-                ..
-            }) if slot.is_none() => *slot = Some(text.clone()),
-            Expr::Lit(syn::ExprLit {
-                lit: Lit::Str(_), ..
-            }) => cx.error_spanned_by(&pair.path, format!("`{key}` is given twice")),
+            Expr::Lit(syn::ExprLit { lit: Lit::Str(text), .. }) if slot.is_none() => *slot = Some(text.clone()),
+            Expr::Lit(syn::ExprLit { lit: Lit::Str(_), .. }) => {
+                cx.error_spanned_by(&pair.path, format!("`{key}` is given twice"));
+            }
             other => {
                 cx.error_spanned_by(other, format!("`{key}` takes a string: `{key} = \"..\"`"));
             }
@@ -122,16 +110,8 @@ fn parse_options(cx: &mut Ctxt, args: TokenStream) -> Options {
 
 fn parse(cx: &mut Ctxt, options: &Options, mut item: ItemFn) -> ToolDef {
     let docs = doc_text(&item.attrs);
-    let description = options
-        .description
-        .as_ref()
-        .map_or(docs, LitStr::value)
-        .trim()
-        .to_owned();
-    let name = options
-        .name
-        .as_ref()
-        .map_or_else(|| unraw(&item.sig.ident), LitStr::value);
+    let description = options.description.as_ref().map_or(docs, LitStr::value).trim().to_owned();
+    let name = options.name.as_ref().map_or_else(|| unraw(&item.sig.ident), LitStr::value);
     let mut params = Vec::new();
     for input in &mut item.sig.inputs {
         let FnArg::Typed(typed) = input else {
@@ -140,10 +120,7 @@ fn parse(cx: &mut Ctxt, options: &Options, mut item: ItemFn) -> ToolDef {
         };
         let (docs, default) = take_param_attrs(cx, &mut typed.attrs);
         let Pat::Ident(pat) = &*typed.pat else {
-            cx.error_spanned_by(
-                &typed.pat,
-                "name this parameter: its name is the argument's key in the tool's schema",
-            );
+            cx.error_spanned_by(&typed.pat, "name this parameter: its name is the argument's key in the tool's schema");
             continue;
         };
         let ident = pat.ident.clone();
@@ -153,21 +130,13 @@ fn parse(cx: &mut Ctxt, options: &Options, mut item: ItemFn) -> ToolDef {
                 cx.error_spanned_by(&ty, "the injected `ToolRuntime` takes no `#[default]`");
             }
             let kind = match kind {
-                Kind::Argument { .. } => Kind::Argument {
-                    doc: doc_text(&docs).trim().to_owned(),
-                    default,
-                },
+                Kind::Argument { .. } => Kind::Argument { doc: doc_text(&docs).trim().to_owned(), default },
                 runtime @ Kind::Runtime { .. } => runtime,
             };
             params.push(Param { ident, ty, kind });
         }
     }
-    ToolDef {
-        item,
-        name,
-        description,
-        params,
-    }
+    ToolDef { item, name, description, params }
 }
 
 /// Sorts a parameter type into an argument or the injected runtime; `None` (with an error
@@ -179,10 +148,8 @@ fn classify(cx: &mut Ctxt, ty: &Type, earlier: &[Param]) -> Option<Kind> {
     };
     let is_runtime = matches!(view, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "ToolRuntime"));
     if is_runtime {
-        return check_runtime(cx, ty, by_ref, earlier).then(|| Kind::Runtime {
-            by_ref: by_ref.is_some(),
-            view: view.clone(),
-        });
+        return check_runtime(cx, ty, by_ref, earlier)
+            .then(|| Kind::Runtime { by_ref: by_ref.is_some(), view: view.clone() });
     }
     match ty {
         Type::Reference(_) => cx.error_spanned_by(
@@ -190,27 +157,18 @@ fn classify(cx: &mut Ctxt, ty: &Type, earlier: &[Param]) -> Option<Kind> {
             "a tool parameter is read from the model's JSON, so it must own its data: \
              take an owned type (`String`, not `&str`)",
         ),
-        Type::ImplTrait(_) => cx.error_spanned_by(
-            ty,
-            "a tool parameter needs a concrete type: its JSON Schema is derived from it",
-        ),
+        Type::ImplTrait(_) => {
+            cx.error_spanned_by(ty, "a tool parameter needs a concrete type: its JSON Schema is derived from it");
+        }
         _ => {
-            return Some(Kind::Argument {
-                doc: String::new(),
-                default: None,
-            });
+            return Some(Kind::Argument { doc: String::new(), default: None });
         }
     }
     None
 }
 
 /// Rule: the runtime is injected once, by value or by shared reference.
-fn check_runtime(
-    cx: &mut Ctxt,
-    ty: &Type,
-    by_ref: Option<&syn::TypeReference>,
-    earlier: &[Param],
-) -> bool {
+fn check_runtime(cx: &mut Ctxt, ty: &Type, by_ref: Option<&syn::TypeReference>, earlier: &[Param]) -> bool {
     if let Some(mutability) = by_ref.and_then(|r| r.mutability.as_ref()) {
         cx.error_spanned_by(
             mutability,
@@ -218,24 +176,15 @@ fn check_runtime(
         );
         return false;
     }
-    if earlier
-        .iter()
-        .any(|p| matches!(p.kind, Kind::Runtime { .. }))
-    {
-        cx.error_spanned_by(
-            ty,
-            "a tool takes `ToolRuntime` at most once: remove this parameter and use the first",
-        );
+    if earlier.iter().any(|p| matches!(p.kind, Kind::Runtime { .. })) {
+        cx.error_spanned_by(ty, "a tool takes `ToolRuntime` at most once: remove this parameter and use the first");
         return false;
     }
     true
 }
 
 /// Removes the parameter's `///` docs and `#[default]`, which the fn cannot keep.
-fn take_param_attrs(
-    cx: &mut Ctxt,
-    attrs: &mut Vec<Attribute>,
-) -> (Vec<Attribute>, Option<Default>) {
+fn take_param_attrs(cx: &mut Ctxt, attrs: &mut Vec<Attribute>) -> (Vec<Attribute>, Option<Default>) {
     let mut docs = Vec::new();
     let mut default = None;
     for attr in std::mem::take(attrs) {
@@ -269,10 +218,7 @@ fn check_signature(cx: &mut Ctxt, item: &ItemFn) {
         );
     }
     if let Some(unsafety) = &item.sig.unsafety {
-        cx.error_spanned_by(
-            unsafety,
-            "a tool cannot be `unsafe`: the runtime calls it with the model's arguments",
-        );
+        cx.error_spanned_by(unsafety, "a tool cannot be `unsafe`: the runtime calls it with the model's arguments");
     }
 }
 
@@ -289,18 +235,12 @@ fn check_description(cx: &mut Ctxt, def: &ToolDef) {
 /// Rule: a tool name is 1 to 64 ASCII letters, digits, `_` or `-`, as model providers require.
 fn check_name(cx: &mut Ctxt, def: &ToolDef, given: Option<&LitStr>) {
     let valid = (1..=64).contains(&def.name.len())
-        && def
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        && def.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if !valid {
         let at = given.map_or_else(|| def.item.sig.ident.span(), LitStr::span);
         cx.push(syn::Error::new(
             at,
-            format!(
-                "`{}` is not a valid tool name: use 1 to 64 letters, digits, `_` or `-`",
-                def.name
-            ),
+            format!("`{}` is not a valid tool name: use 1 to 64 letters, digits, `_` or `-`", def.name),
         ));
     }
 }
@@ -362,26 +302,21 @@ fn expand_tool(def: &ToolDef) -> TokenStream {
                 let (schema_default, take) = match default {
                     None => {
                         let required = !is_option(ty);
-                        (
-                            quote!(#p::Option::None),
-                            quote!(__args.take(#spec(), #key, #required)?),
-                        )
+                        (quote!(#p::Option::None), quote!(__args.take(#spec(), #key, #required)?))
                     }
                     Some(default) => {
                         let f = format_ident!("__graphwright_default_{}", key);
                         helpers.push(match default {
-                            Default::Trait => quote_spanned!(ty.span()=> fn #f() -> #ty { ::core::default::Default::default() }),
+                            Default::Trait => {
+                                quote_spanned!(ty.span()=> fn #f() -> #ty { ::core::default::Default::default() })
+                            }
                             Default::Expr(expr) => quote_spanned!(expr.span()=> fn #f() -> #ty { #expr }),
                         });
-                        (
-                            quote!(#p::DefaultJson(&#f()).json()),
-                            quote!(__args.take_or(#spec(), #key, #f)?),
-                        )
+                        (quote!(#p::DefaultJson(&#f()).json()), quote!(__args.take_or(#spec(), #key, #f)?))
                     }
                 };
                 let required = default.is_none() && !is_option(ty);
-                schema_calls
-                    .push(quote!(__schema.param(#spec(), #key, #doc, #required, #schema_default);));
+                schema_calls.push(quote!(__schema.param(#spec(), #key, #doc, #required, #schema_default);));
                 takes.push(quote!(let #local = #take;));
                 call_args.push(quote!(#local));
                 names.push(key);
@@ -404,8 +339,7 @@ fn expand_tool(def: &ToolDef) -> TokenStream {
     // The parameters are owned because they are read from JSON; a tool that only borrows one
     // should not be told by clippy to take a reference it cannot have.
     let mut item = def.item.clone();
-    item.attrs
-        .push(syn::parse_quote!(#[allow(clippy::needless_pass_by_value)]));
+    item.attrs.push(syn::parse_quote!(#[allow(clippy::needless_pass_by_value)]));
     let (strukt, description) = (tool_struct(def), &def.description);
     let strukt_ident = struct_ident(def);
     quote! {
@@ -482,11 +416,7 @@ fn fallback(def: &ToolDef) -> TokenStream {
 fn tool_struct(def: &ToolDef) -> TokenStream {
     let vis = &def.item.vis;
     let ident = struct_ident(def);
-    let doc = format!(
-        "The `{}` tool, generated by `#[tool]` from the fn `{}`.",
-        def.name,
-        unraw(&def.item.sig.ident)
-    );
+    let doc = format!("The `{}` tool, generated by `#[tool]` from the fn `{}`.", def.name, unraw(&def.item.sig.ident));
     let description = def.description.lines().map(|line| format!(" {line}"));
     quote! {
         #[doc = #doc]
@@ -504,16 +434,10 @@ fn struct_ident(def: &ToolDef) -> Ident {
         .filter(|part| !part.is_empty())
         .map(|part| {
             let mut chars = part.chars();
-            chars
-                .next()
-                .map(|c| c.to_uppercase().chain(chars).collect::<String>())
-                .unwrap_or_default()
+            chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>()).unwrap_or_default()
         })
         .collect();
-    Ident::new(
-        if pascal.is_empty() { "Tool" } else { &pascal },
-        def.item.sig.ident.span(),
-    )
+    Ident::new(if pascal.is_empty() { "Tool" } else { &pascal }, def.item.sig.ident.span())
 }
 
 /// Whether the type is written `Option<..>` (such a parameter may be left out).
@@ -534,12 +458,7 @@ fn doc_text(attrs: &[Attribute]) -> String {
         .filter(|a| a.path().is_ident("doc"))
         .filter_map(|a| match &a.meta {
             Meta::NameValue(syn::MetaNameValue {
-                value:
-                    Expr::Lit(syn::ExprLit {
-                        lit: Lit::Str(text),
-                        ..
-                    }),
-                ..
+                value: Expr::Lit(syn::ExprLit { lit: Lit::Str(text), .. }), ..
             }) => Some(text.value()),
             _ => None,
         })

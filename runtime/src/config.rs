@@ -29,7 +29,14 @@ pub struct RunConfig<C = ()> {
 
 impl<C> Default for RunConfig<C> {
     fn default() -> Self {
-        Self { durability: Durability::default(), thread_id: None, checkpoint_id: None, context: None, recursion_limit: None, deadline: None }
+        Self {
+            durability: Durability::default(),
+            thread_id: None,
+            checkpoint_id: None,
+            context: None,
+            recursion_limit: None,
+            deadline: None,
+        }
     }
 }
 

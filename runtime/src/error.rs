@@ -190,9 +190,7 @@ pub enum GraphError {
         after: Duration,
     },
     /// The graph needs a context and the run config has none.
-    #[error(
-        "graph `{graph}` needs a context of type `{context}`: pass one with `RunConfig::context(..)`"
-    )]
+    #[error("graph `{graph}` needs a context of type `{context}`: pass one with `RunConfig::context(..)`")]
     MissingContext {
         /// The graph's name.
         graph: String,
@@ -206,7 +204,9 @@ pub enum GraphError {
         thread: String,
     },
     /// A node paused with an interrupt in a run that has no thread to keep the pause in.
-    #[error("node `{node}` paused with an interrupt, but the run has no thread to resume later: pass `RunConfig::thread(id)`")]
+    #[error(
+        "node `{node}` paused with an interrupt, but the run has no thread to resume later: pass `RunConfig::thread(id)`"
+    )]
     InterruptWithoutThread {
         /// The node.
         node: String,

@@ -77,15 +77,14 @@ pub(crate) mod pregel;
 pub mod reducer;
 pub mod runtime;
 pub mod state;
-pub mod stream;
 pub mod store;
+pub mod stream;
 pub mod tool;
 
 pub use checkpoint::{Checkpointer, MemorySaver};
 pub use config::{Durability, RunConfig};
 pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
-pub use interrupt::{Interrupt, Resume};
-pub use graph::{CompiledGraph, NodeSpec, RunOutput, StateGraph, StateSnapshot, DEFAULT_RECURSION_LIMIT};
+pub use graph::{CompiledGraph, DEFAULT_RECURSION_LIMIT, NodeSpec, RunOutput, StateGraph, StateSnapshot};
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;
 #[doc = include_str!("../docs/node.md")]
@@ -94,50 +93,46 @@ pub use graphwright_macros::node;
 pub use graphwright_macros::state;
 #[doc = include_str!("tool/attr.md")]
 pub use graphwright_macros::tool;
+pub use interrupt::{Interrupt, Resume};
 pub use message::{Message, Role, ToolCall};
-pub use node::{Command, Route, END, START};
+pub use node::{Command, END, Route, START};
 pub use policy::{NodePolicy, RetryPolicy};
 pub use runtime::Runtime;
 pub use state::{Overwrite, State, Update, Write};
-pub use stream::{Event, EventKind, RunStream, StreamMode, StreamModes};
 pub use store::{InMemoryStore, Store, StoreError};
-pub use tool::{tools_condition, Tool, ToolNode, ToolRuntime};
+pub use stream::{Event, EventKind, RunStream, StreamMode, StreamModes};
+pub use tool::{Tool, ToolNode, ToolRuntime, tools_condition};
 
 /// What a graph module needs in one import.
 pub mod prelude {
     pub use crate::{
-        graph, node, state, BuildError, Command, CompiledGraph, GraphError, Message, NodeError, NodePolicy,
-        Overwrite, RetryPolicy, Role, Route, RunConfig, Runtime, State, StateGraph, StreamMode, Update, END, START,
+        BuildError, Command, CompiledGraph, END, GraphError, Message, NodeError, NodePolicy, Overwrite, RetryPolicy,
+        Role, Route, RunConfig, Runtime, START, State, StateGraph, StreamMode, Update, graph, node, state,
     };
-    pub use crate::{tool, tools, tools_condition, Tool, ToolCall, ToolNode, ToolRuntime};
+    pub use crate::{Tool, ToolCall, ToolNode, ToolRuntime, tool, tools, tools_condition};
 }
 
 /// Support for generated code. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::graph::{
-        take_payload, Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, StateGraph,
-    };
+    pub use crate::graph::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, StateGraph, take_payload};
     pub use crate::node::{
-        BranchReturn, MultiSendReturn, NodeOutput, Payload, Route, SendPayload, SendReturn, SendRoute,
-        UpdateReturn,
+        BranchReturn, MultiSendReturn, NodeOutput, Payload, Route, SendPayload, SendReturn, SendRoute, UpdateReturn,
     };
-    pub use crate::reducer::{
-        AddReducer, AppendReducer, MergeReducer, MessagesReducer, OrdReducer, UnionReducer,
-    };
+    pub use crate::reducer::{AddReducer, AppendReducer, MergeReducer, MessagesReducer, OrdReducer, UnionReducer};
     pub use crate::state::{Conflict, State, Update, Write};
-    pub use crate::{NodePolicy, Runtime, END};
     pub use crate::tool::support::{
-        param_spec, tool_result, tool_return, DefaultJson, NoDefaultJson, ParamSpec, ToolArgs,
-        ToolFailure, ToolParameter, ToolReturn, ToolSchema,
+        DefaultJson, NoDefaultJson, ParamSpec, ToolArgs, ToolFailure, ToolParameter, ToolReturn, ToolSchema,
+        param_spec, tool_result, tool_return,
     };
     pub use crate::tool::{Tool, ToolFuture, ToolRuntime};
-    pub use serde_json;
-    pub use std::sync::OnceLock;
+    pub use crate::{END, NodePolicy, Runtime};
     pub use serde;
+    pub use serde_json;
     pub use std::boxed::Box;
     pub use std::option::Option;
     pub use std::result::Result;
+    pub use std::sync::OnceLock;
     pub use std::vec::Vec;
 
     /// The first pair of updates that both write a field a step may write once.

@@ -52,23 +52,15 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// A call with JSON arguments.
-    pub fn new(
-        id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: serde_json::Value,
-    ) -> Self {
-        Self {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-        }
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        Self { id: id.into(), name: name.into(), arguments }
     }
 
     /// A call whose arguments arrived as text: parsed when they are JSON, kept as a JSON string
     /// otherwise (so the tool node can tell the model what was wrong with them).
     pub fn from_text(id: impl Into<String>, name: impl Into<String>, arguments: &str) -> Self {
-        let arguments = serde_json::from_str(arguments)
-            .unwrap_or_else(|_| serde_json::Value::String(arguments.to_owned()));
+        let arguments =
+            serde_json::from_str(arguments).unwrap_or_else(|_| serde_json::Value::String(arguments.to_owned()));
         Self::new(id, name, arguments)
     }
 }
@@ -150,18 +142,12 @@ impl Message {
 
     /// The result of the tool call `tool_call_id`.
     pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            tool_call_id: Some(tool_call_id.into()),
-            ..Self::new(Role::Tool, content)
-        }
+        Self { tool_call_id: Some(tool_call_id.into()), ..Self::new(Role::Tool, content) }
     }
 
     /// A failed tool call: `content` tells the model what went wrong.
     pub fn tool_error(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            is_error: true,
-            ..Self::tool(tool_call_id, content)
-        }
+        Self { is_error: true, ..Self::tool(tool_call_id, content) }
     }
 
     /// A marker that deletes the message with `id` when the `messages` reducer folds it.

@@ -2,8 +2,8 @@
 
 use crate::error::NodeError;
 use crate::state::{State, Update};
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use std::any::Any;
 
 /// The name of the virtual node a finished branch goes to, in route tables and builder calls.

@@ -3,11 +3,11 @@
 use crate::error::NodeError;
 use crate::interrupt::Interrupt;
 use crate::store::{Store, StoreError};
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A node's handle on its run: the typed context, the thread, and the task's place in the run.
 ///
@@ -128,7 +128,8 @@ impl<C> Runtime<C> {
     /// partial results, anything a watcher wants to see before the step ends.
     pub fn write(&self, value: impl Serialize) {
         if let Some(writer) = &self.run.writer {
-            let value = serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("unserializable value: {e}")));
+            let value =
+                serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("unserializable value: {e}")));
             writer.write(self.node(), self.step(), crate::stream::Written::Custom(value));
         }
     }
@@ -137,7 +138,8 @@ impl<C> Runtime<C> {
     /// under `message_id` (model clients call this for every token delta).
     pub fn message_delta(&self, message_id: &str, delta: &str) {
         if let Some(writer) = &self.run.writer {
-            let written = crate::stream::Written::Message { message_id: message_id.to_owned(), delta: delta.to_owned() };
+            let written =
+                crate::stream::Written::Message { message_id: message_id.to_owned(), delta: delta.to_owned() };
             writer.write(self.node(), self.step(), written);
         }
     }
@@ -187,10 +189,14 @@ impl<C> Runtime<C> {
         let call = self.interrupt_calls.fetch_add(1, Ordering::Relaxed);
         if let Some(answer) = self.answers.as_ref().and_then(|a| a.get(call as usize)) {
             return serde_json::from_value(answer.clone()).map_err(|e| {
-                NodeError::msg(format!("the answer to interrupt {call} of `{}` does not fit the type the node expects: {e}", self.node()))
+                NodeError::msg(format!(
+                    "the answer to interrupt {call} of `{}` does not fit the type the node expects: {e}",
+                    self.node()
+                ))
             });
         }
-        let value = serde_json::to_value(value).map_err(|e| NodeError::msg(format!("the interrupt value could not be encoded: {e}")))?;
+        let value = serde_json::to_value(value)
+            .map_err(|e| NodeError::msg(format!("the interrupt value could not be encoded: {e}")))?;
         let place = self.checkpoint.as_deref().map_or_else(|| format!("step{}", self.step()), str::to_owned);
         Err(NodeError::interrupted(Interrupt {
             id: format!("{place}:{}:{call}", self.task.index),

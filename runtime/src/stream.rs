@@ -175,12 +175,19 @@ impl<S: State> fmt::Debug for EventKind<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Values(state) => f.debug_tuple("Values").field(state).finish(),
-            Self::Update { node, update } => f.debug_struct("Update").field("node", node).field("update", update).finish(),
-            Self::Custom { node, value } => f.debug_struct("Custom").field("node", node).field("value", value).finish(),
-            Self::Message { node, message_id, delta } => {
-                f.debug_struct("Message").field("node", node).field("message_id", message_id).field("delta", delta).finish()
+            Self::Update { node, update } => {
+                f.debug_struct("Update").field("node", node).field("update", update).finish()
             }
-            Self::TaskStarted { node, task } => f.debug_struct("TaskStarted").field("node", node).field("task", task).finish(),
+            Self::Custom { node, value } => f.debug_struct("Custom").field("node", node).field("value", value).finish(),
+            Self::Message { node, message_id, delta } => f
+                .debug_struct("Message")
+                .field("node", node)
+                .field("message_id", message_id)
+                .field("delta", delta)
+                .finish(),
+            Self::TaskStarted { node, task } => {
+                f.debug_struct("TaskStarted").field("node", node).field("task", task).finish()
+            }
             Self::TaskFinished { node, task, error, interrupted } => f
                 .debug_struct("TaskFinished")
                 .field("node", node)
@@ -191,7 +198,9 @@ impl<S: State> fmt::Debug for EventKind<S> {
             Self::Checkpoint { id, step, source } => {
                 f.debug_struct("Checkpoint").field("id", id).field("step", step).field("source", source).finish()
             }
-            Self::Finished { state, steps } => f.debug_struct("Finished").field("state", state).field("steps", steps).finish(),
+            Self::Finished { state, steps } => {
+                f.debug_struct("Finished").field("state", state).field("steps", steps).finish()
+            }
             Self::Interrupted { state, interrupts } => {
                 f.debug_struct("Interrupted").field("state", state).field("interrupts", interrupts).finish()
             }
@@ -258,7 +267,9 @@ impl<S: State> Sink<S> {
 impl<S: State> NodeWriter for Sink<S> {
     fn write(&self, node: &str, step: u64, written: Written) {
         let kind = match written {
-            Written::Custom(value) if self.modes.contains(StreamMode::Custom) => EventKind::Custom { node: node.to_owned(), value },
+            Written::Custom(value) if self.modes.contains(StreamMode::Custom) => {
+                EventKind::Custom { node: node.to_owned(), value }
+            }
             Written::Message { message_id, delta } if self.modes.contains(StreamMode::Messages) => {
                 EventKind::Message { node: node.to_owned(), message_id, delta }
             }
@@ -306,7 +317,12 @@ impl<S: State> Stream for RunStream<S> {
             }
             Poll::Ready(None) => {
                 self.done = true;
-                Poll::Ready(Some(Event { run_id: self.run_id, step: 0, namespace: Vec::new(), kind: EventKind::Cancelled }))
+                Poll::Ready(Some(Event {
+                    run_id: self.run_id,
+                    step: 0,
+                    namespace: Vec::new(),
+                    kind: EventKind::Cancelled,
+                }))
             }
             Poll::Pending => Poll::Pending,
         }

@@ -33,7 +33,7 @@ mod suggest;
 pub use mermaid::mermaid;
 pub use problem::{EdgeKind, Problem};
 pub use rules::check;
-pub use suggest::{closest, RESERVED};
+pub use suggest::{RESERVED, closest};
 
 /// The name of the virtual node a finished branch goes to.
 pub const END: &str = "END";

@@ -1,6 +1,6 @@
 //! A Mermaid flowchart of a graph, for docs and debugging.
 
-use crate::{Topology, END};
+use crate::{END, Topology};
 use std::fmt::Write as _;
 
 /// Renders `topology` as a Mermaid flowchart: solid arrows for static edges, dotted arrows for

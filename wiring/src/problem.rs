@@ -113,22 +113,16 @@ impl fmt::Display for Problem {
             Self::SendToEnd { .. } => {
                 f.write_str("a Send payload needs a node to run it; END cannot be a `send` target")
             }
-            Self::NoEntry { graph } => write!(
-                f,
-                "graph `{graph}` has no entry node: mark one with `#[node(entry)]`"
-            ),
-            Self::DuplicateNode { graph, name, .. } => write!(
-                f,
-                "graph `{graph}` already has a node named `{name}`: give each node its own name"
-            ),
-            Self::ReservedName { name, .. } => write!(
-                f,
-                "`{name}` is reserved for the virtual start and end of a graph: rename the node"
-            ),
-            Self::NoOutgoingEdge { name, .. } => write!(
-                f,
-                "node `{name}` has no outgoing edge: add `next = ...` or `next = END`"
-            ),
+            Self::NoEntry { graph } => write!(f, "graph `{graph}` has no entry node: mark one with `#[node(entry)]`"),
+            Self::DuplicateNode { graph, name, .. } => {
+                write!(f, "graph `{graph}` already has a node named `{name}`: give each node its own name")
+            }
+            Self::ReservedName { name, .. } => {
+                write!(f, "`{name}` is reserved for the virtual start and end of a graph: rename the node")
+            }
+            Self::NoOutgoingEdge { name, .. } => {
+                write!(f, "node `{name}` has no outgoing edge: add `next = ...` or `next = END`")
+            }
             Self::Unreachable { name, .. } => {
                 write!(f, "node `{name}` can never run: no edge leads to it")
             }

@@ -1,8 +1,8 @@
 //! The wiring rules, one function per rule, each stated above it.
 
 use crate::problem::{EdgeKind, Problem};
-use crate::suggest::{closest, RESERVED};
-use crate::{Topology, END};
+use crate::suggest::{RESERVED, closest};
+use crate::{END, Topology};
 use std::collections::HashMap;
 
 /// Checks every wiring rule and returns every problem found, in a stable order: per-node
@@ -166,7 +166,7 @@ fn check_reaches_end(topology: &Topology<'_>, successors: &[Vec<Option<usize>>],
 #[cfg(test)]
 mod tests {
     use super::check;
-    use crate::{NodeDecl, Problem, Topology, END};
+    use crate::{END, NodeDecl, Problem, Topology};
 
     fn graph(nodes: Vec<NodeDecl<'static>>) -> Vec<String> {
         check(&Topology { graph: "g", nodes }).iter().map(ToString::to_string).collect()
@@ -214,7 +214,9 @@ mod tests {
         ]);
         assert_eq!(
             problems,
-            ["from node `a` the graph can never reach END (it loops through `a`, `b`): add an edge or a branch that leads to END"]
+            [
+                "from node `a` the graph can never reach END (it loops through `a`, `b`): add an edge or a branch that leads to END"
+            ]
         );
     }
 
@@ -226,11 +228,10 @@ mod tests {
 
     #[test]
     fn send_targets_count_as_edges_and_must_exist() {
-        assert!(graph(vec![
-            NodeDecl::new("dispatch").entry().send(["worker"]),
-            NodeDecl::new("worker").next([END]),
-        ])
-        .is_empty());
+        assert!(
+            graph(vec![NodeDecl::new("dispatch").entry().send(["worker"]), NodeDecl::new("worker").next([END]),])
+                .is_empty()
+        );
         let problems = check(&Topology {
             graph: "g",
             nodes: vec![NodeDecl::new("dispatch").entry().send(["wrker"]), NodeDecl::new("worker").next([END])],

@@ -21,11 +21,7 @@ pub fn closest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) ->
         .into_iter()
         .filter(|candidate| *candidate != name)
         .map(|candidate| {
-            let distance = if candidate.eq_ignore_ascii_case(name) {
-                0
-            } else {
-                strsim::osa_distance(name, candidate)
-            };
+            let distance = if candidate.eq_ignore_ascii_case(name) { 0 } else { strsim::osa_distance(name, candidate) };
             (distance, candidate)
         })
         .filter(|(distance, _)| *distance <= budget)

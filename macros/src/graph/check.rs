@@ -37,15 +37,16 @@ fn check_has_state(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
 /// Rule: `route = f` belongs on a node with alternatives (`next = a | b`).
 fn check_route_option(cx: &mut Ctxt, node: &NodeDef) {
     if let Some(route) = &node.route
-        && !node.branches() {
-            cx.error_spanned_by(
-                route,
-                format!(
-                    "node `{}` has no alternatives for `route` to choose from: write `next = a | b` with it",
-                    node.name()
-                ),
-            );
-        }
+        && !node.branches()
+    {
+        cx.error_spanned_by(
+            route,
+            format!(
+                "node `{}` has no alternatives for `route` to choose from: write `next = a | b` with it",
+                node.name()
+            ),
+        );
+    }
 }
 
 /// Rule: a node either branches (`next = a | b`) or sends (`send = ..`), not both.
@@ -63,7 +64,10 @@ fn check_timeout_needs_async(cx: &mut Ctxt, node: &NodeDef) {
     if let (Some(timeout), false) = (&node.timeout, node.is_async()) {
         cx.error_spanned_by(
             timeout,
-            format!("node `{}` is sync, so a timeout could not stop it: make it `async fn` or drop `timeout`", node.name()),
+            format!(
+                "node `{}` is sync, so a timeout could not stop it: make it `async fn` or drop `timeout`",
+                node.name()
+            ),
         );
     }
 }
@@ -83,10 +87,7 @@ fn check_params(cx: &mut Ctxt, node: &NodeDef) {
         };
         if seen {
             let what = if matches!(param, Param::State) { "&State" } else { "&Runtime<..>" };
-            cx.error_spanned_by(
-                input,
-                format!("a node takes `{what}` at most once: remove this parameter"),
-            );
+            cx.error_spanned_by(input, format!("a node takes `{what}` at most once: remove this parameter"));
         }
     }
 }
@@ -102,7 +103,8 @@ fn check_payload_targets(cx: &mut Ctxt, def: &GraphDef) {
         .collect();
     // A misspelt `send = ..` target is the wiring check's error; the node it meant to reach
     // would otherwise be reported too, as taking a payload nobody sends.
-    let sends_resolve = sent_to.iter().all(|t| t == graphwright_wiring::END || def.nodes.iter().any(|n| n.name() == *t));
+    let sends_resolve =
+        sent_to.iter().all(|t| t == graphwright_wiring::END || def.nodes.iter().any(|n| n.name() == *t));
     for node in &def.nodes {
         let name = node.name();
         let payload_param = node.item.sig.inputs.first();
@@ -153,7 +155,8 @@ pub(crate) type NodeTargets = (Vec<String>, Vec<String>);
 
 /// The names each node's `next` and `send` lists hold, as strings.
 pub(crate) fn target_names(def: &GraphDef) -> (Vec<String>, Vec<NodeTargets>) {
-    let list = |t: &Option<Targets>| t.as_ref().map(|t| t.names.iter().map(ToString::to_string).collect()).unwrap_or_default();
+    let list =
+        |t: &Option<Targets>| t.as_ref().map(|t| t.names.iter().map(ToString::to_string).collect()).unwrap_or_default();
     let names = def.nodes.iter().map(NodeDef::name).collect();
     let targets = def.nodes.iter().map(|n| (list(&n.next), list(&n.send))).collect();
     (names, targets)

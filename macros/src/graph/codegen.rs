@@ -55,6 +55,7 @@ pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: 
         if let Some(diagram) = diagram {
             generated.push(quote! {
                 /// The graph as a Mermaid flowchart (rendered at compile time).
+                #[allow(dead_code)]
                 pub const MERMAID: &str = #diagram;
             });
         }
@@ -92,6 +93,8 @@ fn node_enum(nodes: &[NodeDef]) -> TokenStream {
     let docs = names.iter().map(|n| format!("The node `{n}`."));
     quote! {
         /// The nodes of this graph, for `interrupt_before` and other per-node settings.
+        // Generated for every node; a program may name only some of them.
+        #[allow(dead_code)]
         #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug,
                  ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         pub enum Node {
@@ -143,6 +146,8 @@ fn next_enum(node: &NodeDef, names: &Names) -> TokenStream {
     let definition = quote_spanned!(targets.key=> pub enum #name { #body });
     quote! {
         #[doc = #doc]
+        // A route a program never returns is still a declared way out of the node.
+        #[allow(dead_code)]
         #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug,
                  ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
         #definition
@@ -176,6 +181,8 @@ fn send_enum(node: &NodeDef, nodes: &[NodeDef]) -> TokenStream {
     let definition = quote_spanned!(targets.key=> pub enum #name { #body });
     quote! {
         #[doc = #doc]
+        // A route a program never returns is still a declared way out of the node.
+        #[allow(dead_code)]
         #[derive(::core::fmt::Debug)]
         #definition
 
@@ -302,7 +309,9 @@ fn shape(node: &NodeDef, nodes: &[NodeDef]) -> TokenStream {
     if let Some(targets) = &node.send {
         let payloads = targets.names.iter().map(|t| payload_of(nodes, t));
         quote!(#p::Shape::Send { payloads: #p::Vec::from([#( #p::PayloadType::of::<#payloads>() ),*]) })
-    } else { quote!(#p::Shape::Update) }
+    } else {
+        quote!(#p::Shape::Update)
+    }
 }
 
 /// `pub fn graph() -> StateGraph<State, Ctx>`: the builder calls the attributes describe.
@@ -316,6 +325,7 @@ fn graph_fn(module: &Ident, nodes: &[NodeDef], names: &Names, wired: bool) -> To
     quote! {
         #[doc = #doc]
         #[must_use]
+        #[allow(dead_code)]
         pub fn graph() -> #p::StateGraph<#state, #ctx> {
             #p::StateGraph::<#state, #ctx>::with_default_context(#default_context)
                 .name(#graph_name)
@@ -331,7 +341,11 @@ fn builder_calls(nodes: &[NodeDef]) -> Vec<TokenStream> {
         let name = node.name();
         let wrapper = format_ident!("__graphwright_node_{}", node.ident());
         let shape = shape(node, nodes);
-        let takes = if let Some(ty) = node.payload() { quote!(#p::Option::Some(#p::PayloadType::of::<#ty>())) } else { quote!(#p::Option::None) };
+        let takes = if let Some(ty) = node.payload() {
+            quote!(#p::Option::Some(#p::PayloadType::of::<#ty>()))
+        } else {
+            quote!(#p::Option::None)
+        };
         let constructor = if node.is_async() { quote!(asynchronous) } else { quote!(sync) };
         calls.push(quote!(.add_spec(#name, #p::NodeSpec::#constructor(#shape, #takes, #wrapper))));
     }

@@ -5,7 +5,7 @@ use crate::state::{self, StateDef};
 use proc_macro2::{Span, TokenStream};
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{bracketed, Expr, FnArg, Ident, Item, ItemFn, ItemMod, Pat, Path, ReturnType, Token, Type};
+use syn::{Expr, FnArg, Ident, Item, ItemFn, ItemMod, Pat, Path, ReturnType, Token, Type, bracketed};
 
 /// The options a `#[node(..)]` attribute accepts, for suggestions.
 const NODE_OPTIONS: &[&str] = &["entry", "next", "send", "route", "join", "defer", "retry", "timeout"];
@@ -56,7 +56,7 @@ impl Parse for GraphArg {
         input.parse::<Token![=]>()?;
         let mut value = TokenStream::new();
         let mut depth = 0_usize;
-        while !input.is_empty() && !(depth == 0 && input.peek(Token![,])) {
+        while !input.is_empty() && (depth != 0 || !input.peek(Token![,])) {
             let tree: proc_macro2::TokenTree = input.parse()?;
             if let proc_macro2::TokenTree::Punct(p) = &tree {
                 match p.as_char() {
@@ -347,7 +347,10 @@ fn parse_params(cx: &mut Ctxt, item: &ItemFn, state: Option<&str>) -> Vec<Param>
             continue;
         };
         if reference.mutability.is_some() {
-            cx.error_spanned_by(&typed.ty, "nodes read the state, they do not change it: take `&State` and return an update");
+            cx.error_spanned_by(
+                &typed.ty,
+                "nodes read the state, they do not change it: take `&State` and return an update",
+            );
             continue;
         }
         match last_ident(&reference.elem) {

@@ -1,8 +1,8 @@
 //! The in-process checkpointer.
 
 use super::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, WriteRecord};
-use futures::future::BoxFuture;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -48,7 +48,11 @@ impl Checkpointer for MemorySaver {
             let thread = threads.entry(record.thread_id.clone()).or_default();
             let head = thread.checkpoints.keys().next_back().cloned();
             if head != expected_head {
-                return Err(CheckpointError::Conflict { thread: record.thread_id.clone(), expected: expected_head, found: head });
+                return Err(CheckpointError::Conflict {
+                    thread: record.thread_id.clone(),
+                    expected: expected_head,
+                    found: head,
+                });
             }
             for write in writes {
                 let key = (write.checkpoint_id.clone(), write.task, write.index);
@@ -71,7 +75,11 @@ impl Checkpointer for MemorySaver {
         async move { result }.boxed()
     }
 
-    fn get<'a>(&'a self, thread: &'a str, id: Option<&'a str>) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
+    fn get<'a>(
+        &'a self,
+        thread: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
         let result = self.with_threads(|threads| {
             let thread = threads.get(thread)?;
             match id {
@@ -82,7 +90,11 @@ impl Checkpointer for MemorySaver {
         async move { result }.boxed()
     }
 
-    fn list<'a>(&'a self, thread: &'a str, filter: &'a ListFilter) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        filter: &'a ListFilter,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
         let result = self.with_threads(|threads| {
             let Some(thread) = threads.get(thread) else { return Vec::new() };
             thread
@@ -98,16 +110,15 @@ impl Checkpointer for MemorySaver {
         async move { result }.boxed()
     }
 
-    fn writes<'a>(&'a self, thread: &'a str, checkpoint: &'a str) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
+    fn writes<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
         let result = self.with_threads(|threads| {
             let Some(thread) = threads.get(thread) else { return Vec::new() };
             let from = (checkpoint.to_owned(), 0, 0);
-            thread
-                .writes
-                .range(from..)
-                .take_while(|((c, _, _), _)| c == checkpoint)
-                .map(|(_, w)| w.clone())
-                .collect()
+            thread.writes.range(from..).take_while(|((c, _, _), _)| c == checkpoint).map(|(_, w)| w.clone()).collect()
         });
         async move { result }.boxed()
     }

@@ -19,15 +19,15 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+/// The pool crate [`PostgresSaver::from_pool`] takes, re-exported so a pool built for it is of
+/// the same version (its `tokio_postgres` is re-exported within it).
+#[cfg(feature = "postgres")]
+pub use deadpool_postgres;
 pub use error::CheckpointError;
 pub use id::new_checkpoint_id;
 pub use memory::MemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSaver;
-/// The pool crate [`PostgresSaver::from_pool`] takes, re-exported so a pool built for it is of
-/// the same version (its `tokio_postgres` is re-exported within it).
-#[cfg(feature = "postgres")]
-pub use deadpool_postgres;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
 
@@ -160,13 +160,25 @@ pub trait Checkpointer: Send + Sync + 'static {
     fn put_writes(&self, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>>;
 
     /// The checkpoint `id` of `thread`, or its newest when `id` is `None`.
-    fn get<'a>(&'a self, thread: &'a str, id: Option<&'a str>) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>>;
+    fn get<'a>(
+        &'a self,
+        thread: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>>;
 
     /// The thread's checkpoints, newest first.
-    fn list<'a>(&'a self, thread: &'a str, filter: &'a ListFilter) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>>;
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        filter: &'a ListFilter,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>>;
 
     /// The writes saved against checkpoint `checkpoint` of `thread`, ordered by task and index.
-    fn writes<'a>(&'a self, thread: &'a str, checkpoint: &'a str) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>>;
+    fn writes<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>>;
 
     /// Deletes every checkpoint and write of `thread`.
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>>;

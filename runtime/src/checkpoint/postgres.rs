@@ -2,8 +2,8 @@
 
 use super::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, WriteRecord};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Transaction};
-use futures::future::BoxFuture;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use tokio_postgres::types::FromSqlOwned;
 use tokio_postgres::{NoTls, Row};
 
@@ -226,7 +226,11 @@ impl Columns<'_> {
     }
 
     /// An integer column whose value must fit `T`.
-    fn integer<S: FromSqlOwned + Copy + std::fmt::Display, T: TryFrom<S>>(&self, index: usize, column: &str) -> Result<T, CheckpointError> {
+    fn integer<S: FromSqlOwned + Copy + std::fmt::Display, T: TryFrom<S>>(
+        &self,
+        index: usize,
+        column: &str,
+    ) -> Result<T, CheckpointError> {
         let value: S = self.required(index, column)?;
         T::try_from(value).map_err(|_| self.corrupt(column, format!("{value} is out of range")))
     }
@@ -240,7 +244,8 @@ fn checkpoint_row(thread: &str, row: &Row) -> Result<CheckpointRecord, Checkpoin
     let parent_id = columns.nullable(2, "parent_id")?;
     let step = columns.required(3, "step")?;
     let source: String = columns.required(4, "source")?;
-    let source = Source::parse(&source).ok_or_else(|| columns.corrupt("source", format!("unknown source {source:?}")))?;
+    let source =
+        Source::parse(&source).ok_or_else(|| columns.corrupt("source", format!("unknown source {source:?}")))?;
     let created_at_ms = columns.integer::<i64, _>(5, "created_at_ms")?;
     let format = columns.integer::<i32, _>(6, "format")?;
     let body = columns.required(7, "body")?;
@@ -275,10 +280,15 @@ impl Checkpointer for PostgresSaver {
             let tx = client.transaction().await.map_err(pg(op))?;
             tx.execute(LOCK_THREAD, &[&THREAD_LOCK, &record.thread_id]).await.map_err(pg(op))?;
             // A statement of its own: under READ COMMITTED it sees what the lock's last holder committed.
-            let head: Option<String> = tx.query_one(HEAD, &[&record.thread_id]).await.and_then(|r| r.try_get(0)).map_err(pg(op))?;
+            let head: Option<String> =
+                tx.query_one(HEAD, &[&record.thread_id]).await.and_then(|r| r.try_get(0)).map_err(pg(op))?;
             if head != expected_head {
                 // Dropping the transaction rolls it back and releases the lock.
-                return Err(CheckpointError::Conflict { thread: record.thread_id, expected: expected_head, found: head });
+                return Err(CheckpointError::Conflict {
+                    thread: record.thread_id,
+                    expected: expected_head,
+                    found: head,
+                });
             }
             let created_at_ms = i64::try_from(record.created_at_ms).unwrap_or(i64::MAX);
             let insert_checkpoint = async {
@@ -316,7 +326,11 @@ impl Checkpointer for PostgresSaver {
         .boxed()
     }
 
-    fn get<'a>(&'a self, thread: &'a str, id: Option<&'a str>) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
+    fn get<'a>(
+        &'a self,
+        thread: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
         async move {
             let op = &format!("read thread `{thread}`");
             let client = self.client(op).await?;
@@ -333,7 +347,11 @@ impl Checkpointer for PostgresSaver {
         .boxed()
     }
 
-    fn list<'a>(&'a self, thread: &'a str, filter: &'a ListFilter) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        filter: &'a ListFilter,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
         async move {
             let op = &format!("listed thread `{thread}`");
             let client = self.client(op).await?;
@@ -355,7 +373,11 @@ impl Checkpointer for PostgresSaver {
         .boxed()
     }
 
-    fn writes<'a>(&'a self, thread: &'a str, checkpoint: &'a str) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
+    fn writes<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
         async move {
             let op = &format!("read the writes of checkpoint {checkpoint} of thread `{thread}`");
             let client = self.client(op).await?;

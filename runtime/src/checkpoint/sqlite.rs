@@ -1,9 +1,9 @@
 //! The SQLite checkpointer: one file, the embedded default for durable runs.
 
 use super::{BatchOp, CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, WriteRecord};
-use futures::future::BoxFuture;
 use futures::FutureExt;
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use futures::future::BoxFuture;
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -66,8 +66,8 @@ impl SqliteSaver {
     /// Opens (or creates) the database at `path` and its tables.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
         let path = path.as_ref();
-        let connection = Connection::open(path)
-            .map_err(|e| CheckpointError::backend(format!("opened {}", path.display()), e))?;
+        let connection =
+            Connection::open(path).map_err(|e| CheckpointError::backend(format!("opened {}", path.display()), e))?;
         Self::from_connection(connection)
     }
 
@@ -113,7 +113,9 @@ impl SqliteSaver {
         let connection = Arc::clone(&self.connection);
         async move {
             tokio::task::spawn_blocking(move || {
-                let mut guard = connection.lock().map_err(|_| CheckpointError::backend(operation.clone(), "the connection lock is poisoned"))?;
+                let mut guard = connection
+                    .lock()
+                    .map_err(|_| CheckpointError::backend(operation.clone(), "the connection lock is poisoned"))?;
                 f(&mut guard)
             })
             .await
@@ -225,7 +227,9 @@ impl Checkpointer for SqliteSaver {
 
     fn put_batch(&self, ops: Vec<BatchOp>) -> BoxFuture<'_, Result<(), CheckpointError>> {
         let operation = match ops.as_slice() {
-            [BatchOp::Put { record, .. }] => format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id),
+            [BatchOp::Put { record, .. }] => {
+                format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id)
+            }
             _ => format!("stored a batch of {} checkpoint operation(s)", ops.len()),
         };
         let before_commit = self.before_commit;
@@ -254,23 +258,39 @@ impl Checkpointer for SqliteSaver {
         })
     }
 
-    fn get<'a>(&'a self, thread: &'a str, id: Option<&'a str>) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
+    fn get<'a>(
+        &'a self,
+        thread: &'a str,
+        id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
         let (thread, id) = (thread.to_owned(), id.map(str::to_owned));
         let operation = format!("read thread `{thread}`");
         self.call(operation.clone(), move |c| {
             let row = match &id {
                 Some(id) => c
-                    .query_row(&format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 AND id = ?2"), [&thread, id], checkpoint_row)
+                    .query_row(
+                        &format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 AND id = ?2"),
+                        [&thread, id],
+                        checkpoint_row,
+                    )
                     .optional(),
                 None => c
-                    .query_row(&format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1"), [&thread], checkpoint_row)
+                    .query_row(
+                        &format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1"),
+                        [&thread],
+                        checkpoint_row,
+                    )
                     .optional(),
             };
             row.map_err(sql(&operation))?.transpose()
         })
     }
 
-    fn list<'a>(&'a self, thread: &'a str, filter: &'a ListFilter) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        filter: &'a ListFilter,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
         let thread = thread.to_owned();
         let filter = filter.clone();
         let operation = format!("listed thread `{thread}`");
@@ -293,7 +313,11 @@ impl Checkpointer for SqliteSaver {
         })
     }
 
-    fn writes<'a>(&'a self, thread: &'a str, checkpoint: &'a str) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
+    fn writes<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
         let (thread, checkpoint) = (thread.to_owned(), checkpoint.to_owned());
         let operation = format!("read the writes of checkpoint {checkpoint} of thread `{thread}`");
         self.call(operation.clone(), move |c| {

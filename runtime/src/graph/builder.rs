@@ -1,18 +1,18 @@
 //! The dynamic builder.
 
+use super::DEFAULT_RECURSION_LIMIT;
 use super::compiled::{CompiledGraph, CompiledNode, Inner, JoinSpec, Router, Target};
 use super::into_node::{IntoNode, IntoPayloadNode};
 use super::node_spec::{NodeSpec, Shape};
-use super::DEFAULT_RECURSION_LIMIT;
+use crate::checkpoint::{Checkpointer, MemorySaver};
 use crate::error::BuildError;
-use crate::node::{Route, END, START};
+use crate::node::{END, Route, START};
 use crate::policy::NodePolicy;
 use crate::state::State;
+use crate::store::Store;
 use graphwright_wiring::{NodeDecl, Topology};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use crate::checkpoint::{Checkpointer, MemorySaver};
-use crate::store::Store;
 
 /// Builds a graph at run time; `compile` checks it with the same rules `#[graph]` checks at
 /// compile time. The `#[graph]` macro expands to calls of this builder.
@@ -166,10 +166,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         R: Route<State = S>,
         F: Fn(&S) -> R + Send + Sync + 'static,
     {
-        let router = Router {
-            targets: R::TARGETS,
-            pick: Arc::new(move |state: &S| router(state).index()),
-        };
+        let router = Router { targets: R::TARGETS, pick: Arc::new(move |state: &S| router(state).index()) };
         self.routers.push((from.into(), router));
         self
     }
@@ -368,9 +365,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                         }
                     }
                 }
-                _ if !sends.is_empty() => invalid.push(format!(
-                    "node `{name}` has a Send edge but returns no payloads: make it return `Vec<P>`"
-                )),
+                _ if !sends.is_empty() => invalid
+                    .push(format!("node `{name}` has a Send edge but returns no payloads: make it return `Vec<P>`")),
                 _ => {}
             }
             if routed && self.routers.iter().filter(|(f, _)| f == &**name).count() > 1 {
@@ -384,12 +380,14 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             if entry.spec.takes.is_some() {
                 let pulled = self.edges.iter().any(|(_, t)| t == &**name)
                     || self.joins.iter().any(|(_, t)| t == &**name)
-                    || self.nodes.iter().any(|e| matches!(e.spec.shape, Shape::Branch { targets, .. } if targets.contains(&&**name)))
+                    || self
+                        .nodes
+                        .iter()
+                        .any(|e| matches!(e.spec.shape, Shape::Branch { targets, .. } if targets.contains(&&**name)))
                     || self.routers.iter().any(|(_, r)| r.targets.contains(&&**name));
                 if pulled {
-                    invalid.push(format!(
-                        "node `{name}` takes a Send payload, so only `add_send` edges may lead to it"
-                    ));
+                    invalid
+                        .push(format!("node `{name}` takes a Send payload, so only `add_send` edges may lead to it"));
                 }
             }
         }
@@ -408,7 +406,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             }
         }
         let entries: Vec<u32> = {
-            let mut e: Vec<u32> = self.edges.iter().filter(|(f, _)| f == START).map(|(_, t)| index[t.as_str()] as u32).collect();
+            let mut e: Vec<u32> =
+                self.edges.iter().filter(|(f, _)| f == START).map(|(_, t)| index[t.as_str()] as u32).collect();
             e.sort_unstable();
             e.dedup();
             e

@@ -2,15 +2,15 @@
 
 use super::node_spec::{Action, PayloadType};
 use crate::checkpoint::Checkpointer;
-use crate::interrupt::{Interrupt, Resume};
 use crate::config::RunConfig;
 use crate::error::GraphError;
+use crate::interrupt::{Interrupt, Resume};
 use crate::policy::NodePolicy;
 use crate::pregel;
-use crate::stream::{self, EventKind, RunStream, SharedWriter, Sink, StreamModes};
 use crate::runtime::RunShared;
 use crate::state::State;
 use crate::store::Store;
+use crate::stream::{self, EventKind, RunStream, SharedWriter, Sink, StreamModes};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -187,7 +187,12 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     ///     Ok(())
     /// }
     /// ```
-    pub fn stream(&self, input: impl Into<S::Update>, cfg: &RunConfig<C>, modes: impl Into<StreamModes>) -> RunStream<S> {
+    pub fn stream(
+        &self,
+        input: impl Into<S::Update>,
+        cfg: &RunConfig<C>,
+        modes: impl Into<StreamModes>,
+    ) -> RunStream<S> {
         let (graph, cfg, input, modes) = (self.clone(), cfg.clone(), input.into(), modes.into());
         let run_id = RUN_IDS.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::mpsc::channel(stream::CHANNEL);
@@ -195,7 +200,9 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             let sink = Arc::new(Sink::new(modes, run_id, tx));
             let result = graph.run(input, &cfg, Some(&sink), Some(run_id)).await;
             let (step, kind) = match result {
-                Ok(out) if out.is_interrupted() => (out.steps, EventKind::Interrupted { state: out.state, interrupts: out.interrupts }),
+                Ok(out) if out.is_interrupted() => {
+                    (out.steps, EventKind::Interrupted { state: out.state, interrupts: out.interrupts })
+                }
                 Ok(out) => (out.steps, EventKind::Finished { state: out.state, steps: out.steps }),
                 Err(error) => (0, EventKind::Failed(error)),
             };
@@ -222,7 +229,15 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit, sink)).await
             }
             Some(thread) => {
-                let run = pregel::execute_on_thread(&self.inner, input, shared, limit, Arc::clone(thread), cfg.durability, sink);
+                let run = pregel::execute_on_thread(
+                    &self.inner,
+                    input,
+                    shared,
+                    limit,
+                    Arc::clone(thread),
+                    cfg.durability,
+                    sink,
+                );
                 with_deadline(cfg, run).await
             }
         }
@@ -238,7 +253,15 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let thread = self.thread_of(cfg)?;
         let shared = self.shared(cfg, None, None)?;
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
-        let run = pregel::resume_thread(&self.inner, shared, limit, thread, cfg.durability, answer.into(), cfg.checkpoint_id.as_deref());
+        let run = pregel::resume_thread(
+            &self.inner,
+            shared,
+            limit,
+            thread,
+            cfg.durability,
+            answer.into(),
+            cfg.checkpoint_id.as_deref(),
+        );
         with_deadline(cfg, run).await
     }
 
@@ -250,7 +273,12 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         &self.inner
     }
 
-    fn shared(&self, cfg: &RunConfig<C>, writer: Option<SharedWriter>, run_id: Option<u64>) -> Result<Arc<RunShared<C>>, GraphError> {
+    fn shared(
+        &self,
+        cfg: &RunConfig<C>,
+        writer: Option<SharedWriter>,
+        run_id: Option<u64>,
+    ) -> Result<Arc<RunShared<C>>, GraphError> {
         let context = match (&cfg.context, self.inner.default_context) {
             (Some(context), _) => Arc::clone(context),
             (None, Some(default)) => Arc::new(default()),
@@ -258,7 +286,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 return Err(GraphError::MissingContext {
                     graph: self.inner.name.clone(),
                     context: std::any::type_name::<C>(),
-                })
+                });
             }
         };
         Ok(Arc::new(RunShared {

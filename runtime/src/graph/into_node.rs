@@ -142,7 +142,7 @@ where
 /// Marker types that keep the `IntoNode` impls apart.
 pub mod marker {
     use std::marker::PhantomData;
-        /// A sync fn of the state.
+    /// A sync fn of the state.
     pub struct SyncState<O>(PhantomData<O>);
     /// A sync fn of the state and the runtime.
     pub struct SyncStateRt<O>(PhantomData<O>);

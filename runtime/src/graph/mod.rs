@@ -8,9 +8,9 @@ mod threads;
 
 pub use builder::StateGraph;
 pub use compiled::{CompiledGraph, RunOutput};
+pub use into_node::{AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode, marker};
+pub use node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};
 pub use threads::StateSnapshot;
-pub use into_node::{marker, AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode};
-pub use node_spec::{take_payload, Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape};
 
 pub(crate) use compiled::{CompiledNode, Inner, Target};
 pub(crate) use node_spec::Action;

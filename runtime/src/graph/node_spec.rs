@@ -4,7 +4,7 @@ use crate::error::{GraphError, NodeError};
 use crate::node::{NodeOutput, Route, SendPayload};
 use crate::runtime::Runtime;
 use crate::state::State;
-use std::any::{type_name, Any, TypeId};
+use std::any::{Any, TypeId, type_name};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -89,7 +89,9 @@ impl PayloadType {
                 None => Err(format!("the payload is not a `{}`", type_name::<P>())),
             },
             decode: |value| {
-                serde_json::from_value::<P>(value).map(|p| Box::new(p) as Box<dyn Any + Send + Sync>).map_err(|e| e.to_string())
+                serde_json::from_value::<P>(value)
+                    .map(|p| Box::new(p) as Box<dyn Any + Send + Sync>)
+                    .map_err(|e| e.to_string())
             },
         }
     }
@@ -140,8 +142,7 @@ impl<S: State, C: Send + Sync + 'static> NodeSpec<S, C> {
 /// [`GraphError::PayloadType`] when the payload is missing or of another type; the builder's
 /// checks make that unreachable for graphs that compiled.
 pub fn take_payload<'a, P: SendPayload>(input: Input<'a>, node: &str) -> Result<&'a P, GraphError> {
-    input.and_then(|p| p.downcast_ref::<P>()).ok_or_else(|| GraphError::PayloadType {
-        node: node.to_owned(),
-        expected: type_name::<P>(),
-    })
+    input
+        .and_then(|p| p.downcast_ref::<P>())
+        .ok_or_else(|| GraphError::PayloadType { node: node.to_owned(), expected: type_name::<P>() })
 }

@@ -46,7 +46,11 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     }
 
     /// The thread's checkpoints that pass `filter`, newest first.
-    pub async fn state_history_filtered(&self, cfg: &RunConfig<C>, filter: &ListFilter) -> Result<Vec<StateSnapshot<S>>, GraphError> {
+    pub async fn state_history_filtered(
+        &self,
+        cfg: &RunConfig<C>,
+        filter: &ListFilter,
+    ) -> Result<Vec<StateSnapshot<S>>, GraphError> {
         let thread = self.thread_of(cfg)?;
         let records = self.inner().saver.list(&thread, filter).await?;
         let mut history = Vec::with_capacity(records.len());
@@ -61,7 +65,12 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     /// node's output: its edges (or its router, on the updated state) decide what runs next.
     /// Without, the pending tasks stay pending (their finished writes are not carried over).
     /// With [`RunConfig::checkpoint`] set, the update starts a new branch from that checkpoint.
-    pub async fn update_state(&self, cfg: &RunConfig<C>, update: impl Into<S::Update>, as_node: Option<&str>) -> Result<String, GraphError> {
+    pub async fn update_state(
+        &self,
+        cfg: &RunConfig<C>,
+        update: impl Into<S::Update>,
+        as_node: Option<&str>,
+    ) -> Result<String, GraphError> {
         let thread = self.thread_of(cfg)?;
         let graph = self.inner();
         let node = match as_node {

@@ -13,7 +13,12 @@ fn node<S: State, C>(graph: &Inner<S, C>, task: &Task) -> String {
 }
 
 /// `tasks`: one start event per task of the step.
-pub(crate) async fn tasks_started<S: State, C>(graph: &Inner<S, C>, sink: &Sink<S>, step: u64, tasks: &[Task]) -> Result<(), GraphError> {
+pub(crate) async fn tasks_started<S: State, C>(
+    graph: &Inner<S, C>,
+    sink: &Sink<S>,
+    step: u64,
+    tasks: &[Task],
+) -> Result<(), GraphError> {
     for (index, task) in tasks.iter().enumerate() {
         sink.send(step, EventKind::TaskStarted { node: node(graph, task), task: index as u32 }).await?;
     }
@@ -33,7 +38,9 @@ pub(crate) async fn tasks_finished<S: State, C>(
         let name = node(graph, task);
         let interrupted = matches!(outcome, Ok(paused) if paused.iter().any(|(i, _)| *i as usize == index));
         let error = match outcome {
-            Err(GraphError::Node { node, source, .. }) if *node == name && slots[index].is_none() => Some(source.to_string()),
+            Err(GraphError::Node { node, source, .. }) if *node == name && slots[index].is_none() => {
+                Some(source.to_string())
+            }
             _ => None,
         };
         if slots[index].is_some() || interrupted || error.is_some() {

@@ -23,8 +23,8 @@ use crate::node::NodeOutput;
 use crate::runtime::RunShared;
 use crate::state::State;
 use crate::stream::{EventKind, Sink, StreamMode};
-pub(crate) use persist::{load_state, pending_interrupts};
 use persist::{Persist, ThreadLock};
+pub(crate) use persist::{load_state, pending_interrupts};
 use planner::Planner;
 use std::sync::Arc;
 pub(crate) use task::Task;
@@ -74,7 +74,14 @@ pub(crate) async fn resume_thread<S: State, C: Send + Sync + 'static>(
     let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
     let resumed = Persist::resume(graph, thread, durability, answer, from).await?;
     let step = step_of(&resumed.persist);
-    let start = Start { state: resumed.state, tasks: resumed.tasks, saved: resumed.saved, planner: resumed.planner, step, resumed: true };
+    let start = Start {
+        state: resumed.state,
+        tasks: resumed.tasks,
+        saved: resumed.saved,
+        planner: resumed.planner,
+        step,
+        resumed: true,
+    };
     drive(graph, start, run, limit, Some(resumed.persist), None).await
 }
 
@@ -127,10 +134,10 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             }
             return Err(GraphError::RecursionLimit { limit });
         }
-        if !(resumed && ran == 0) {
-            if let Some(node) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before) {
-                return pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran).await;
-            }
+        if !(resumed && ran == 0)
+            && let Some(node) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before)
+        {
+            return pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran).await;
         }
         ran += 1;
         step += 1;
@@ -187,7 +194,8 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             persist.checkpoint(graph, &state, &tasks, &planner, Source::Loop).await?;
             if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {
                 let (id, step) = (persist.current().to_string(), persist.step());
-                sink.send(u64::try_from(step).unwrap_or(0), EventKind::Checkpoint { id, step, source: Source::Loop }).await?;
+                sink.send(u64::try_from(step).unwrap_or(0), EventKind::Checkpoint { id, step, source: Source::Loop })
+                    .await?;
             }
         }
         if let (Some(node), false) = (after, tasks.is_empty()) {

@@ -2,10 +2,12 @@
 //! interrupts and their answers, and loading a thread back (its state, its pending tasks, the
 //! outputs already saved).
 
+use super::Task;
 use super::planner::Planner;
 use super::record::{self, At, Body, Decoded};
-use super::Task;
-use crate::checkpoint::{new_checkpoint_id, BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Source, WriteRecord, FORMAT_VERSION};
+use crate::checkpoint::{
+    BatchOp, CheckpointError, CheckpointRecord, Checkpointer, FORMAT_VERSION, Source, WriteRecord, new_checkpoint_id,
+};
 use crate::config::Durability;
 use crate::error::GraphError;
 use crate::graph::Inner;
@@ -140,10 +142,10 @@ impl<S: State> Stored<S> {
             if self.outputs[task].is_some() {
                 continue;
             }
-            if let Some((call, interrupt)) = raised.iter().next_back() {
-                if !self.answers[task].contains_key(call) {
-                    pending.push((task, interrupt.clone()));
-                }
+            if let Some((call, interrupt)) = raised.iter().next_back()
+                && !self.answers[task].contains_key(call)
+            {
+                pending.push((task, interrupt.clone()));
             }
         }
         pending
@@ -151,7 +153,12 @@ impl<S: State> Stored<S> {
 }
 
 impl Persist {
-    fn new(saver: Arc<dyn Checkpointer>, thread: Arc<str>, durability: Durability, head: Option<&CheckpointRecord>) -> Self {
+    fn new(
+        saver: Arc<dyn Checkpointer>,
+        thread: Arc<str>,
+        durability: Durability,
+        head: Option<&CheckpointRecord>,
+    ) -> Self {
         let writer = (durability == Durability::Async).then(|| {
             let (queue, mut rx) = mpsc::channel::<BatchOp>(WRITER_QUEUE);
             let saver = Arc::clone(&saver);
@@ -217,11 +224,10 @@ impl Persist {
         answer: Resume,
         from: Option<&str>,
     ) -> Result<Resumed<S>, GraphError> {
-        let head = graph
-            .saver
-            .get(&thread, None)
-            .await?
-            .ok_or_else(|| GraphError::NothingToResume { thread: thread.to_string(), reason: "it has no checkpoint" })?;
+        let head = graph.saver.get(&thread, None).await?.ok_or_else(|| GraphError::NothingToResume {
+            thread: thread.to_string(),
+            reason: "it has no checkpoint",
+        })?;
         let base = match from {
             None => head.clone(),
             Some(id) => graph.saver.get(&thread, Some(id)).await?.ok_or_else(|| GraphError::NothingToResume {
@@ -233,7 +239,10 @@ impl Persist {
         at.check_format(base.format, "format")?;
         let body: Body<S> = record::decode_body(graph, &at, &base.body)?;
         if body.next.is_empty() {
-            return Err(GraphError::NothingToResume { thread: thread.to_string(), reason: "its run had finished at that checkpoint" });
+            return Err(GraphError::NothingToResume {
+                thread: thread.to_string(),
+                reason: "its run had finished at that checkpoint",
+            });
         }
         let state = match body.state {
             Some(state) => state,
@@ -282,7 +291,14 @@ impl Persist {
     }
 
     fn write_record(&self, task: u32, index: u32, body: Vec<u8>) -> WriteRecord {
-        WriteRecord { thread_id: self.thread.to_string(), checkpoint_id: self.current.to_string(), task, index, format: FORMAT_VERSION, body }
+        WriteRecord {
+            thread_id: self.thread.to_string(),
+            checkpoint_id: self.current.to_string(),
+            task,
+            index,
+            format: FORMAT_VERSION,
+            body,
+        }
     }
 
     /// Stores the write of one task of a step with several tasks as soon as it finishes.
@@ -440,7 +456,12 @@ impl Persist {
     }
 
     /// Ends the run: waits for background saves, or (under `Exit`) stores the final checkpoint.
-    pub(crate) async fn finish<S: State, C>(mut self, graph: &Inner<S, C>, state: &S, planner: &Planner) -> Result<(), GraphError> {
+    pub(crate) async fn finish<S: State, C>(
+        mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        planner: &Planner,
+    ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit {
             self.put_checkpoint(graph, state, &[], planner, Source::Loop, true).await?;
         }
@@ -475,10 +496,14 @@ impl Persist {
             self.current_step -= 1;
             self.checkpoint_forced(graph, state, tasks, planner, Source::Loop).await?;
         }
-        self.encode_and_store_outputs_now(graph, tasks, outputs).await?;
+        self.encode_and_store_outputs_now(graph, tasks, outputs)?;
         let mut writes = std::mem::take(&mut self.held);
         for (task, interrupt) in interrupts {
-            writes.push(self.write_record(*task, record::interrupt_index(interrupt.call), record::encode_interrupt(interrupt)?));
+            writes.push(self.write_record(
+                *task,
+                record::interrupt_index(interrupt.call),
+                record::encode_interrupt(interrupt)?,
+            ));
         }
         if !writes.is_empty() {
             self.store_writes(writes).await?;
@@ -486,7 +511,7 @@ impl Persist {
         self.drain().await
     }
 
-    async fn encode_and_store_outputs_now<S: State, C>(
+    fn encode_and_store_outputs_now<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
         tasks: &[Task],
@@ -505,7 +530,13 @@ impl Persist {
 
     /// Ends a run stopped between steps (the recursion limit, a rejected merge, a breakpoint):
     /// the pending tasks stay in the stored checkpoint for a later `resume`.
-    pub(crate) async fn abort<S: State, C>(mut self, graph: &Inner<S, C>, state: &S, tasks: &[Task], planner: &Planner) -> Result<(), GraphError> {
+    pub(crate) async fn abort<S: State, C>(
+        mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        tasks: &[Task],
+        planner: &Planner,
+    ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit {
             self.current_step -= 1;
             self.checkpoint_forced(graph, state, tasks, planner, Source::Loop).await?;
@@ -523,7 +554,11 @@ impl Persist {
 }
 
 /// Matches a resume answer to the pending interrupts: `(task, call, answer)` per match.
-fn assign_answers(thread: &str, pending: &[(usize, Interrupt)], answer: Resume) -> Result<Vec<(usize, u32, Value)>, GraphError> {
+fn assign_answers(
+    thread: &str,
+    pending: &[(usize, Interrupt)],
+    answer: Resume,
+) -> Result<Vec<(usize, u32, Value)>, GraphError> {
     let ids = || pending.iter().map(|(_, i)| i.id.clone()).collect::<Vec<_>>();
     let fail = |reason: String| GraphError::Resume { thread: thread.to_owned(), reason, pending: ids() };
     match answer {
@@ -531,7 +566,10 @@ fn assign_answers(thread: &str, pending: &[(usize, Interrupt)], answer: Resume) 
         Resume::Value(value) => match pending {
             [(task, interrupt)] => Ok(vec![(*task, interrupt.call, value)]),
             [] => Err(fail("an answer was given but no interrupt is pending".to_owned())),
-            _ => Err(fail(format!("{} interrupts are pending, so answer each by id with `Resume::by_id`", pending.len()))),
+            _ => Err(fail(format!(
+                "{} interrupts are pending, so answer each by id with `Resume::by_id`",
+                pending.len()
+            ))),
         },
         Resume::ById(mut answers) => {
             let mut matched = Vec::new();
@@ -549,7 +587,10 @@ fn assign_answers(thread: &str, pending: &[(usize, Interrupt)], answer: Resume) 
 }
 
 fn writer_gone() -> GraphError {
-    GraphError::Checkpoint(CheckpointError::backend("stored checkpoints in the background", "the background writer stopped"))
+    GraphError::Checkpoint(CheckpointError::backend(
+        "stored checkpoints in the background",
+        "the background writer stopped",
+    ))
 }
 
 /// Writes a new checkpoint holding the state of `from` (or the head) with `update` folded in;
@@ -561,7 +602,8 @@ pub(crate) async fn update_state<S: State, C>(
     update: S::Update,
     as_node: Option<u32>,
 ) -> Result<String, GraphError> {
-    let no_checkpoint = || GraphError::NothingToResume { thread: thread.to_string(), reason: "it has no checkpoint to update" };
+    let no_checkpoint =
+        || GraphError::NothingToResume { thread: thread.to_string(), reason: "it has no checkpoint to update" };
     let head = graph.saver.get(&thread, None).await?.ok_or_else(no_checkpoint)?;
     let base = match from {
         None => head.clone(),
@@ -584,7 +626,10 @@ pub(crate) async fn update_state<S: State, C>(
             if spec.router.is_none() && !spec.routes.is_empty() {
                 return Err(GraphError::Resume {
                     thread: thread.to_string(),
-                    reason: format!("node `{}` picks its route in its body, so an update cannot act as it; name a node with static edges or a router", spec.name),
+                    reason: format!(
+                        "node `{}` picks its route in its body, so an update cannot act as it; name a node with static edges or a router",
+                        spec.name
+                    ),
                     pending: Vec::new(),
                 });
             }
@@ -601,14 +646,23 @@ pub(crate) async fn update_state<S: State, C>(
 }
 
 /// The interrupts pending at `checkpoint` of `thread`.
-pub(crate) async fn pending_interrupts<S: State, C>(graph: &Inner<S, C>, thread: &str, checkpoint: &str, tasks: usize) -> Result<Vec<Interrupt>, GraphError> {
+pub(crate) async fn pending_interrupts<S: State, C>(
+    graph: &Inner<S, C>,
+    thread: &str,
+    checkpoint: &str,
+    tasks: usize,
+) -> Result<Vec<Interrupt>, GraphError> {
     let stored = Stored::<S>::load(graph, thread, checkpoint, tasks).await?;
     Ok(stored.pending().into_iter().map(|(_, i)| i).collect())
 }
 
 /// Rebuilds the state at `record`: its snapshot, or the nearest snapshot before it with the
 /// writes of every step since folded in.
-pub(crate) async fn load_state<S: State, C>(graph: &Inner<S, C>, thread: &str, record: &CheckpointRecord) -> Result<S, GraphError> {
+pub(crate) async fn load_state<S: State, C>(
+    graph: &Inner<S, C>,
+    thread: &str,
+    record: &CheckpointRecord,
+) -> Result<S, GraphError> {
     let mut chain = Vec::new();
     let mut cursor = record.clone();
     let base = loop {
@@ -618,7 +672,8 @@ pub(crate) async fn load_state<S: State, C>(graph: &Inner<S, C>, thread: &str, r
         if let Some(state) = body.state {
             break state;
         }
-        let parent_id = cursor.parent_id.clone().ok_or_else(|| at.corrupt("parent", "no snapshot before this checkpoint"))?;
+        let parent_id =
+            cursor.parent_id.clone().ok_or_else(|| at.corrupt("parent", "no snapshot before this checkpoint"))?;
         let parent = graph
             .saver
             .get(thread, Some(&parent_id))

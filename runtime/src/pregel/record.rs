@@ -88,6 +88,9 @@ pub(crate) struct At<'a> {
 }
 
 impl At<'_> {
+    // Callers hand over errors they no longer need; taking them by value keeps the many call
+    // sites short.
+    #[allow(clippy::needless_pass_by_value)]
     pub(crate) fn corrupt(&self, field: impl Into<String>, reason: impl ToString) -> CheckpointError {
         CheckpointError::Corrupt {
             thread: self.thread.to_owned(),
@@ -118,9 +121,10 @@ pub(crate) fn encode_body<S: State, C>(
     for task in next {
         let node = &graph.nodes[task.node as usize];
         let payload = match (&task.payload, &node.takes) {
-            (Some(payload), Some(kind)) => Some((kind.encode)(&**payload).map_err(|e| {
-                CheckpointError::backend(format!("encoded a payload for `{}`", node.name), e)
-            })?),
+            (Some(payload), Some(kind)) => Some(
+                (kind.encode)(&**payload)
+                    .map_err(|e| CheckpointError::backend(format!("encoded a payload for `{}`", node.name), e))?,
+            ),
             _ => None,
         };
         tasks.push(TaskOut { node: &node.name, payload });
@@ -135,7 +139,11 @@ pub(crate) fn encode_body<S: State, C>(
 }
 
 /// Decodes a checkpoint body.
-pub(crate) fn decode_body<S: State, C>(graph: &Inner<S, C>, at: &At<'_>, bytes: &[u8]) -> Result<Body<S>, CheckpointError> {
+pub(crate) fn decode_body<S: State, C>(
+    graph: &Inner<S, C>,
+    at: &At<'_>,
+    bytes: &[u8],
+) -> Result<Body<S>, CheckpointError> {
     let body: BodyIn = serde_json::from_slice(bytes).map_err(|e| at.corrupt("body", e))?;
     let state = match body.state {
         Some(value) => Some(serde_json::from_value::<S>(value).map_err(|e| at.corrupt("state", e))?),
@@ -143,12 +151,19 @@ pub(crate) fn decode_body<S: State, C>(graph: &Inner<S, C>, at: &At<'_>, bytes: 
     };
     let mut next = Vec::with_capacity(body.next.len());
     for (i, task) in body.next.into_iter().enumerate() {
-        let node = node_index(graph, &task.node).ok_or_else(|| at.corrupt(format!("next[{i}].node"), unknown(&task.node)))?;
+        let node =
+            node_index(graph, &task.node).ok_or_else(|| at.corrupt(format!("next[{i}].node"), unknown(&task.node)))?;
         let payload = match (task.payload, &graph.nodes[node as usize].takes) {
-            (Some(value), Some(kind)) => Some((kind.decode)(value).map_err(|e| at.corrupt(format!("next[{i}].payload"), e))?),
+            (Some(value), Some(kind)) => {
+                Some((kind.decode)(value).map_err(|e| at.corrupt(format!("next[{i}].payload"), e))?)
+            }
             (None, None) => None,
-            (Some(_), None) => return Err(at.corrupt(format!("next[{i}].payload"), format!("node `{}` takes no payload", task.node))),
-            (None, Some(_)) => return Err(at.corrupt(format!("next[{i}].payload"), format!("node `{}` needs a payload", task.node))),
+            (Some(_), None) => {
+                return Err(at.corrupt(format!("next[{i}].payload"), format!("node `{}` takes no payload", task.node)));
+            }
+            (None, Some(_)) => {
+                return Err(at.corrupt(format!("next[{i}].payload"), format!("node `{}` needs a payload", task.node)));
+            }
         };
         next.push(Task { node, payload, answers: None });
     }
@@ -157,20 +172,30 @@ pub(crate) fn decode_body<S: State, C>(graph: &Inner<S, C>, at: &At<'_>, bytes: 
         .iter()
         .map(|name| node_index(graph, name).ok_or_else(|| at.corrupt("deferred", unknown(name))))
         .collect::<Result<_, _>>()?;
-    if body.joins.len() != graph.joins.len() || body.joins.iter().zip(&graph.joins).any(|(j, g)| j.len() != g.sources as usize) {
+    if body.joins.len() != graph.joins.len()
+        || body.joins.iter().zip(&graph.joins).any(|(j, g)| j.len() != g.sources as usize)
+    {
         return Err(at.corrupt("joins", "the graph's joins differ from the stored ones"));
     }
     Ok(Body { state, next, deferred, joins: body.joins })
 }
 
 /// Encodes the write of one finished task.
-pub(crate) fn encode_write<S: State, C>(graph: &Inner<S, C>, task: &Task, output: &NodeOutput<S>) -> Result<Vec<u8>, CheckpointError> {
+pub(crate) fn encode_write<S: State, C>(
+    graph: &Inner<S, C>,
+    task: &Task,
+    output: &NodeOutput<S>,
+) -> Result<Vec<u8>, CheckpointError> {
     let node = &graph.nodes[task.node as usize];
     let mut sends = Vec::with_capacity(output.sends.len());
     for payload in &output.sends {
         let target = &graph.nodes[node.sends[payload.target as usize] as usize];
-        let kind = target.takes.as_ref().ok_or_else(|| CheckpointError::backend("encoded a Send", "its target takes no payload"))?;
-        let value = (kind.encode)(&*payload.value).map_err(|e| CheckpointError::backend(format!("encoded a payload for `{}`", target.name), e))?;
+        let kind = target
+            .takes
+            .as_ref()
+            .ok_or_else(|| CheckpointError::backend("encoded a Send", "its target takes no payload"))?;
+        let value = (kind.encode)(&*payload.value)
+            .map_err(|e| CheckpointError::backend(format!("encoded a payload for `{}`", target.name), e))?;
         sends.push((payload.target, value));
     }
     let goto = match &output.goto {
@@ -185,8 +210,14 @@ pub(crate) fn encode_input<S: State>(update: &S::Update) -> Result<Vec<u8>, Chec
     encode_input_like(INPUT, update, None, Vec::new())
 }
 
-fn encode_input_like<U: Serialize>(node: &str, update: &U, goto: Option<&[u32]>, sends: Vec<(u32, Value)>) -> Result<Vec<u8>, CheckpointError> {
-    serde_json::to_vec(&WriteOut { node, update, goto, sends }).map_err(|e| CheckpointError::backend("encoded a task's write", e))
+fn encode_input_like<U: Serialize>(
+    node: &str,
+    update: &U,
+    goto: Option<&[u32]>,
+    sends: Vec<(u32, Value)>,
+) -> Result<Vec<u8>, CheckpointError> {
+    serde_json::to_vec(&WriteOut { node, update, goto, sends })
+        .map_err(|e| CheckpointError::backend("encoded a task's write", e))
 }
 
 /// A decoded write: the task's output, the run's input, an interrupt the task raised, or the

@@ -2,18 +2,18 @@
 
 use crate::error::{GraphError, NodeError};
 use crate::graph::{Action, CompiledNode, Inner, NodeResult};
+use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
+use crate::pregel::persist::Persist;
 use crate::runtime::{RunShared, Runtime, TaskInfo};
 use crate::state::State;
-use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
-use tracing::Instrument;
-use std::panic::AssertUnwindSafe;
-use crate::interrupt::Interrupt;
-use crate::pregel::persist::Persist;
+use futures::stream::{FuturesUnordered, StreamExt};
 use std::any::Any;
-use std::sync::atomic::AtomicU32;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+use tracing::Instrument;
 
 /// One task of a step: a node to run, with its Send payload if a Send started it.
 pub(crate) struct Task {
@@ -157,7 +157,7 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
                     step,
                     attempts: attempt,
                     source: error.into_box(),
-                }))
+                }));
             }
         }
     }

@@ -1,11 +1,11 @@
 //! The in-process store.
 
 use super::{
-    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, live, time_of,
-    ttl_millis, under, Item, SearchQuery, Store, StoreError, StoreOptions, Sweeper,
+    Item, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key, cut_namespaces,
+    decode_namespace, encode_namespace, encode_prefix, expiry, live, time_of, ttl_millis, under,
 };
-use futures::future::BoxFuture;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -66,9 +66,12 @@ impl InMemoryStore {
     }
 
     fn lock(&self, operation: &str) -> Result<MutexGuard<'_, Items>, StoreError> {
-        self.items
-            .lock()
-            .map_err(|_| StoreError::backend(operation.to_owned(), "the in-memory store's lock is poisoned: a task panicked while holding it"))
+        self.items.lock().map_err(|_| {
+            StoreError::backend(
+                operation.to_owned(),
+                "the in-memory store's lock is poisoned: a task panicked while holding it",
+            )
+        })
     }
 
     /// Deletes the expired entries; returns how many.
@@ -127,7 +130,13 @@ impl Store for InMemoryStore {
             if !live(entry.expires_ms, now) {
                 entry.created_ms = now;
             }
-            *entry = Entry { value, created_ms: entry.created_ms, updated_ms: now, expires_ms: ttl_ms.map(|t| expiry(now, t)), ttl_ms };
+            *entry = Entry {
+                value,
+                created_ms: entry.created_ms,
+                updated_ms: now,
+                expires_ms: ttl_ms.map(|t| expiry(now, t)),
+                ttl_ms,
+            };
             Ok(())
         })();
         async move { result }.boxed()

@@ -257,9 +257,7 @@ pub(crate) const MAX_TIME_MS: u64 = 253_402_300_799_999;
 
 /// Milliseconds since the Unix epoch, clamped to `0..=MAX_TIME_MS`.
 pub(crate) fn millis(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .min(MAX_TIME_MS)
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).min(MAX_TIME_MS)
 }
 
 /// The time `ms` milliseconds after the epoch (`ms` at most `MAX_TIME_MS`).
@@ -284,9 +282,14 @@ pub(crate) fn live(expires_ms: Option<u64>, now_ms: u64) -> bool {
 
 /// Checks the labels of a namespace or prefix; `whole` requires at least one.
 fn check_labels(labels: &[&str], whole: bool) -> Result<(), StoreError> {
-    let invalid = |reason: String| StoreError::InvalidNamespace { namespace: labels.iter().map(|l| (*l).to_owned()).collect(), reason };
+    let invalid = |reason: String| StoreError::InvalidNamespace {
+        namespace: labels.iter().map(|l| (*l).to_owned()).collect(),
+        reason,
+    };
     if whole && labels.is_empty() {
-        return Err(invalid("it has no labels; an item needs a namespace of at least one label, such as [\"users\", user_id]".into()));
+        return Err(invalid(
+            "it has no labels; an item needs a namespace of at least one label, such as [\"users\", user_id]".into(),
+        ));
     }
     for (index, label) in labels.iter().enumerate() {
         if label.is_empty() {
@@ -333,8 +336,7 @@ pub(crate) fn decode_namespace(encoded: &str) -> Option<Vec<String>> {
 
 /// Whether the stored namespace `encoded` lies under the stored prefix `prefix`.
 pub(crate) fn under(encoded: &str, prefix: &str) -> bool {
-    prefix.is_empty()
-        || encoded.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with(SEPARATOR))
+    prefix.is_empty() || encoded.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with(SEPARATOR))
 }
 
 /// Checks `max_depth` for `list_namespaces`.
@@ -348,7 +350,10 @@ pub(crate) fn check_depth(max_depth: Option<usize>) -> Result<(), StoreError> {
 }
 
 /// The distinct namespaces of `encoded`, each cut to `max_depth` labels, sorted.
-pub(crate) fn cut_namespaces<'a>(encoded: impl IntoIterator<Item = &'a str>, max_depth: Option<usize>) -> Vec<Vec<String>> {
+pub(crate) fn cut_namespaces<'a>(
+    encoded: impl IntoIterator<Item = &'a str>,
+    max_depth: Option<usize>,
+) -> Vec<Vec<String>> {
     let mut seen = BTreeSet::new();
     for namespace in encoded {
         let cut = match max_depth {

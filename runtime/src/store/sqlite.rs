@@ -1,12 +1,12 @@
 //! The SQLite store: one file, its own tables, safe to share with `SqliteSaver`.
 
 use super::{
-    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, time_of, under,
-    Item, SearchQuery, Store, StoreError, StoreOptions, Sweeper, MAX_TIME_MS, SEPARATOR,
+    Item, MAX_TIME_MS, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key,
+    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, time_of, under,
 };
-use futures::future::BoxFuture;
 use futures::FutureExt;
-use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use futures::future::BoxFuture;
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -106,10 +106,16 @@ impl SqliteStore {
         if version != Some(SCHEMA_VERSION) {
             return Err(StoreError::backend(
                 "checked the store schema version",
-                format!("the file has store schema version {version:?}; this version of graphwright reads {SCHEMA_VERSION}"),
+                format!(
+                    "the file has store schema version {version:?}; this version of graphwright reads {SCHEMA_VERSION}"
+                ),
             ));
         }
-        Ok(Self { connection: Arc::new(Mutex::new(connection)), sweeper: Arc::new(Sweeper::new(&options)), options: Arc::new(options) })
+        Ok(Self {
+            connection: Arc::new(Mutex::new(connection)),
+            sweeper: Arc::new(Sweeper::new(&options)),
+            options: Arc::new(options),
+        })
     }
 
     /// Runs `f` on the connection on the blocking pool, with the current time in milliseconds.
@@ -194,7 +200,9 @@ fn item_row(row: &Row<'_>) -> Result<Stored, StoreError> {
             Ok(None) => Ok(None),
             Ok(Some(ms)) => match u64::try_from(ms) {
                 Ok(ms) if ms <= MAX_TIME_MS => Ok(Some(ms)),
-                _ => Err(corrupt(field, format!("{ms} is not a time in milliseconds since 1970 before the year 10000"))),
+                _ => {
+                    Err(corrupt(field, format!("{ms} is not a time in milliseconds since 1970 before the year 10000")))
+                }
             },
             Err(e) => Err(corrupt(field, e.to_string())),
         }
@@ -350,7 +358,8 @@ impl Store for SqliteStore {
                     .prepare_cached(&format!("{SELECT_ITEM} WHERE {LIVE_UNDER_PREFIX} ORDER BY namespace, key"))
                     .map_err(sql(op))?;
                 let (p, low, high) = prefix_params(&prefix_encoded);
-                let rows = statement.query_map(params![ms_param(now), p, low, high], |r| Ok(item_row(r))).map_err(sql(op))?;
+                let rows =
+                    statement.query_map(params![ms_param(now), p, low, high], |r| Ok(item_row(r))).map_err(sql(op))?;
                 let mut skipped = 0;
                 let limit = query.limit.unwrap_or(usize::MAX);
                 for row in rows {
@@ -392,7 +401,9 @@ impl Store for SqliteStore {
         self.call(operation.clone(), move |c, now| {
             let op = operation.as_str();
             let mut statement = c
-                .prepare_cached(&format!("SELECT DISTINCT namespace FROM store_items WHERE {LIVE_UNDER_PREFIX} ORDER BY namespace"))
+                .prepare_cached(&format!(
+                    "SELECT DISTINCT namespace FROM store_items WHERE {LIVE_UNDER_PREFIX} ORDER BY namespace"
+                ))
                 .map_err(sql(op))?;
             let (p, low, high) = prefix_params(&prefix_encoded);
             let rows = statement

@@ -73,9 +73,7 @@ pub enum ToolError {
         message: String,
     },
     /// An attempt ran longer than the tool's timeout and was stopped.
-    #[error(
-        "tool `{tool}` did not finish within {limit:?} and was stopped; try a smaller request or another tool"
-    )]
+    #[error("tool `{tool}` did not finish within {limit:?} and was stopped; try a smaller request or another tool")]
     Timeout {
         /// The tool.
         tool: String,
@@ -108,14 +106,8 @@ pub enum ToolError {
 
 impl ToolError {
     /// The tool's own error, for tools written by hand.
-    pub fn failed(
-        tool: impl Into<String>,
-        error: impl Into<Box<dyn StdError + Send + Sync>>,
-    ) -> Self {
-        Self::Failed {
-            tool: tool.into(),
-            source: Arc::from(error.into()),
-        }
+    pub fn failed(tool: impl Into<String>, error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self::Failed { tool: tool.into(), source: Arc::from(error.into()) }
     }
 
     /// The tool's own error as a plain message.
@@ -162,9 +154,7 @@ impl ToolError {
     /// shown: a tool node hands the predicate the tool's error wrapped in a `NodeError`.
     #[must_use]
     pub fn of(error: &crate::NodeError) -> Option<&ToolError> {
-        error
-            .source_error()
-            .and_then(|e| e.downcast_ref::<ToolError>())
+        error.source_error().and_then(|e| e.downcast_ref::<ToolError>())
     }
 }
 
@@ -188,26 +178,16 @@ impl fmt::Display for ArgumentProblem {
 }
 
 fn list(problems: &[ArgumentProblem]) -> String {
-    problems
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 
 fn hint(suggestion: Option<&str>) -> String {
-    suggestion
-        .map(|s| format!(" (did you mean `{s}`?)"))
-        .unwrap_or_default()
+    suggestion.map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default()
 }
 
 fn names(known: &[String]) -> String {
     if known.is_empty() {
         return "none".to_owned();
     }
-    known
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    known.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
 }

@@ -108,17 +108,8 @@ impl CallScope {
 fn redact_strings(value: Value, redact: &(dyn Fn(&str) -> String + Send + Sync)) -> Value {
     match value {
         Value::String(text) => Value::String(redact(&text)),
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|v| redact_strings(v, redact))
-                .collect(),
-        ),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (k, redact_strings(v, redact)))
-                .collect(),
-        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| redact_strings(v, redact)).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, redact_strings(v, redact))).collect()),
         other => other,
     }
 }
@@ -144,8 +135,8 @@ impl ToolWriter {
         let Some(scope) = self.scope.as_ref().filter(|s| s.sink.is_some()) else {
             return;
         };
-        let data = serde_json::to_value(data)
-            .unwrap_or_else(|error| Value::String(format!("unwritable progress: {error}")));
+        let data =
+            serde_json::to_value(data).unwrap_or_else(|error| Value::String(format!("unwritable progress: {error}")));
         scope.emit(ToolEvent::Progress {
             tool_call_id: scope.tool_call_id.to_string(),
             index: scope.index,
@@ -163,8 +154,6 @@ impl ToolWriter {
 
 impl fmt::Debug for ToolWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolWriter")
-            .field("connected", &self.is_connected())
-            .finish()
+        f.debug_struct("ToolWriter").field("connected", &self.is_connected()).finish()
     }
 }

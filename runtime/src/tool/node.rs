@@ -82,10 +82,7 @@ impl ToolNode {
     /// A node running `tools` with no timeout, retry, check or redaction.
     #[must_use]
     pub fn new(tools: ToolSet) -> Self {
-        Self {
-            tools,
-            ..Self::default()
-        }
+        Self { tools, ..Self::default() }
     }
 
     /// The tools the node runs (the ones to offer the model).
@@ -145,9 +142,7 @@ impl ToolNode {
         if !messages.last().is_some_and(Message::has_tool_calls) {
             return Vec::new();
         }
-        let env = ToolEnv::new()
-            .state(state.clone())
-            .shared_context(Arc::clone(&rt.run.context));
+        let env = ToolEnv::new().state(state.clone()).shared_context(Arc::clone(&rt.run.context));
         let env = match &rt.run.store {
             Some(store) => env.store(Arc::clone(store)),
             None => env,
@@ -196,17 +191,13 @@ impl ToolNode {
         write: fn(Vec<Message>) -> S::Update,
     ) -> NodeSpec<S, C> {
         let node = Arc::new(self);
-        NodeSpec::asynchronous(
-            Shape::Update,
-            None,
-            move |state: &S, rt: &Runtime<C>, _| -> NodeFuture<'_, S> {
-                let node = Arc::clone(&node);
-                Box::pin(async move {
-                    let messages = node.run(read(state), state, rt).await;
-                    Ok(NodeOutput::update(write(messages)))
-                })
-            },
-        )
+        NodeSpec::asynchronous(Shape::Update, None, move |state: &S, rt: &Runtime<C>, _| -> NodeFuture<'_, S> {
+            let node = Arc::clone(&node);
+            Box::pin(async move {
+                let messages = node.run(read(state), state, rt).await;
+                Ok(NodeOutput::update(write(messages)))
+            })
+        })
     }
 
     /// The effective policy of the tool `name`.

@@ -26,8 +26,7 @@ pub(crate) async fn run_all(node: &ToolNode, calls: &[ToolCall], env: &ToolEnv) 
         .map(|(index, call)| {
             let first = *first_use.entry(call.id.as_str()).or_insert(index);
             let duplicate_of = (first != index).then_some(first);
-            let span =
-                tracing::info_span!("tool", tool = %call.name, tool_call_id = %call.id, index);
+            let span = tracing::info_span!("tool", tool = %call.name, tool_call_id = %call.id, index);
             run_one(node, index, call, duplicate_of, env).instrument(span)
         })
         .collect();
@@ -56,17 +55,7 @@ async fn run_one(
         arguments: scope.redact_value(call.arguments.clone()),
     });
     let mut attempts = 0;
-    let outcome = checked_run(
-        node,
-        call,
-        index,
-        duplicate_of,
-        env,
-        &policy,
-        &scope,
-        &mut attempts,
-    )
-    .await;
+    let outcome = checked_run(node, call, index, duplicate_of, env, &policy, &scope, &mut attempts).await;
     let (content, is_error) = match outcome {
         Ok(output) => (output.into_content(), false),
         Err(error) => {
@@ -83,11 +72,8 @@ async fn run_one(
         is_error,
         attempts,
     });
-    let message = if is_error {
-        Message::tool_error(call.id.clone(), content)
-    } else {
-        Message::tool(call.id.clone(), content)
-    };
+    let message =
+        if is_error { Message::tool_error(call.id.clone(), content) } else { Message::tool(call.id.clone(), content) };
     message.with_name(call.name.clone()).with_id(fresh_id())
 }
 
@@ -113,28 +99,17 @@ async fn checked_run(
     }
     let Some(tool) = node.tools.get(&call.name) else {
         let known: Vec<String> = node.tools.names().map(str::to_owned).collect();
-        let suggestion = graphwright_wiring::closest(&call.name, known.iter().map(String::as_str))
-            .map(str::to_owned);
-        return Err(ToolError::UnknownTool {
-            name: call.name.clone(),
-            suggestion,
-            known,
-        });
+        let suggestion = graphwright_wiring::closest(&call.name, known.iter().map(String::as_str)).map(str::to_owned);
+        return Err(ToolError::UnknownTool { name: call.name.clone(), suggestion, known });
     };
     let args = support::normalize(&call.name, call.arguments.clone())?;
     let problems = validate::validate(&tool.parameters(), &args);
     if !problems.is_empty() {
-        return Err(ToolError::InvalidArguments {
-            tool: call.name.clone(),
-            problems,
-        });
+        return Err(ToolError::InvalidArguments { tool: call.name.clone(), problems });
     }
     let output = execute(tool.as_ref(), &args, env, policy, scope, attempts).await?;
     if let Some(check) = &policy.check {
-        check(&output).map_err(|reason| ToolError::InvalidResult {
-            tool: call.name.clone(),
-            reason,
-        })?;
+        check(&output).map_err(|reason| ToolError::InvalidResult { tool: call.name.clone(), reason })?;
     }
     Ok(output)
 }
@@ -150,20 +125,16 @@ async fn execute(
 ) -> Result<ToolOutput, ToolError> {
     loop {
         *attempts += 1;
-        let rt = env.runtime(
-            Arc::clone(&scope.tool_call_id),
-            ToolWriter {
-                scope: Some(scope.clone()),
-            },
-        );
+        let rt = env.runtime(Arc::clone(&scope.tool_call_id), ToolWriter { scope: Some(scope.clone()) });
         let error = match attempt(tool, args.clone(), &rt, policy.timeout).await {
             Ok(output) => return Ok(output),
             Err(error) => error,
         };
         let retryable = matches!(error, ToolError::Failed { .. } | ToolError::Timeout { .. });
-        let retry = policy.retry.as_ref().filter(|p| {
-            retryable && *attempts < p.max_attempts && (p.retry_on)(&NodeError::from(error.clone()))
-        });
+        let retry = policy
+            .retry
+            .as_ref()
+            .filter(|p| retryable && *attempts < p.max_attempts && (p.retry_on)(&NodeError::from(error.clone())));
         match retry {
             Some(retry) => {
                 tracing::debug!(%error, attempt = *attempts, "tool failed; retrying");
@@ -188,10 +159,7 @@ async fn attempt(
         Some(limit) => match tokio::time::timeout(limit, guarded).await {
             Ok(caught) => caught,
             Err(_) => {
-                return Err(ToolError::Timeout {
-                    tool: tool.name().to_owned(),
-                    limit,
-                });
+                return Err(ToolError::Timeout { tool: tool.name().to_owned(), limit });
             }
         },
         None => guarded.await,
@@ -202,9 +170,6 @@ async fn attempt(
             .map(|s| (*s).to_owned())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic without a message".to_owned());
-        Err(ToolError::Panicked {
-            tool: tool.name().to_owned(),
-            message,
-        })
+        Err(ToolError::Panicked { tool: tool.name().to_owned(), message })
     })
 }

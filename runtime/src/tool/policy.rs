@@ -74,10 +74,7 @@ impl ToolPolicy {
 
     /// Checks each successful result; a rejected result becomes an error message to the model.
     #[must_use]
-    pub fn check_result(
-        mut self,
-        check: impl Fn(&ToolOutput) -> Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn check_result(mut self, check: impl Fn(&ToolOutput) -> Result<(), String> + Send + Sync + 'static) -> Self {
         self.check = Some(Arc::new(check));
         self
     }

@@ -101,15 +101,10 @@ impl ToolRuntime {
         &self,
         tool: &str,
     ) -> Result<ToolRuntime<S, C>, ToolError> {
-        let injection = |what, expected| ToolError::Injection {
-            tool: tool.to_owned(),
-            what,
-            expected,
-        };
-        let state = S::from_erased(Arc::clone(&self.state))
-            .ok_or_else(|| injection("state", type_name::<S>()))?;
-        let context = C::from_erased(Arc::clone(&self.context))
-            .ok_or_else(|| injection("context", type_name::<C>()))?;
+        let injection = |what, expected| ToolError::Injection { tool: tool.to_owned(), what, expected };
+        let state = S::from_erased(Arc::clone(&self.state)).ok_or_else(|| injection("state", type_name::<S>()))?;
+        let context =
+            C::from_erased(Arc::clone(&self.context)).ok_or_else(|| injection("context", type_name::<C>()))?;
         Ok(ToolRuntime {
             state,
             context,
@@ -198,11 +193,7 @@ impl ToolEnv {
     /// State `()` and context `()`.
     #[must_use]
     pub fn new() -> Self {
-        Self {
-            state: Arc::new(()),
-            context: Arc::new(()),
-            store: None,
-        }
+        Self { state: Arc::new(()), context: Arc::new(()), store: None }
     }
 
     /// Sets the store tools reach through [`ToolRuntime::store`].

@@ -99,17 +99,7 @@ pub fn anthropic_tool(tool: &dyn Tool) -> Value {
 }
 
 /// The formats OpenAI's strict mode accepts; any other `format` is dropped.
-const STRICT_FORMATS: &[&str] = &[
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
+const STRICT_FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
 
 /// A schema rewritten for OpenAI's strict mode (structured outputs): in every object, every
 /// property is required and `additionalProperties` is `false`; a property that was optional
@@ -125,11 +115,7 @@ pub fn strict(mut schema: Value) -> Value {
 fn make_strict(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
     map.remove("default");
-    if map
-        .get("format")
-        .and_then(Value::as_str)
-        .is_some_and(|f| !STRICT_FORMATS.contains(&f))
-    {
+    if map.get("format").and_then(Value::as_str).is_some_and(|f| !STRICT_FORMATS.contains(&f)) {
         map.remove("format");
     }
     if let Some(one_of) = map.remove("oneOf") {
@@ -152,12 +138,7 @@ fn make_strict(schema: &mut Value) {
         let required: Vec<String> = map
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| {
-                r.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
+            .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             .unwrap_or_default();
         strict_object(map, &required);
     }

@@ -52,10 +52,7 @@ impl ToolSet {
     pub fn insert(&mut self, tool: Arc<dyn Tool>) {
         match self.tools.iter().position(|t| t.name() == tool.name()) {
             Some(at) => {
-                tracing::warn!(
-                    tool = tool.name(),
-                    "a tool of this name is already in the set; replacing it"
-                );
+                tracing::warn!(tool = tool.name(), "a tool of this name is already in the set; replacing it");
                 self.tools[at] = tool;
             }
             None => self.tools.push(tool),
@@ -94,21 +91,14 @@ impl ToolSet {
     /// [`schema::openai_strict_function`] when `strict`).
     #[must_use]
     pub fn openai_functions(&self, strict: bool) -> Vec<Value> {
-        let format = if strict {
-            schema::openai_strict_function
-        } else {
-            schema::openai_function
-        };
+        let format = if strict { schema::openai_strict_function } else { schema::openai_function };
         self.tools.iter().map(|t| format(t.as_ref())).collect()
     }
 
     /// Every tool as an Anthropic tool ([`schema::anthropic_tool`]).
     #[must_use]
     pub fn anthropic_tools(&self) -> Vec<Value> {
-        self.tools
-            .iter()
-            .map(|t| schema::anthropic_tool(t.as_ref()))
-            .collect()
+        self.tools.iter().map(|t| schema::anthropic_tool(t.as_ref())).collect()
     }
 }
 

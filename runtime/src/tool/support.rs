@@ -42,10 +42,7 @@ impl<T> Copy for ParamSpec<T> {}
 /// The spec of a parameter of type `T`.
 #[must_use]
 pub fn param_spec<T: ToolParameter>() -> ParamSpec<T> {
-    ParamSpec {
-        schema: |generator| generator.subschema_for::<T>().to_value(),
-        decode: serde_json::from_value::<T>,
-    }
+    ParamSpec { schema: |generator| generator.subschema_for::<T>().to_value(), decode: serde_json::from_value::<T> }
 }
 
 /// Builds the object schema of a tool's parameters, one property at a time.
@@ -65,11 +62,7 @@ impl ToolSchema {
     /// An object schema with no properties yet.
     #[must_use]
     pub fn new() -> Self {
-        Self {
-            generator: super::schema::generator(),
-            properties: serde_json::Map::new(),
-            required: Vec::new(),
-        }
+        Self { generator: super::schema::generator(), properties: serde_json::Map::new(), required: Vec::new() }
     }
 
     /// Adds the property `name`; `description` (when not empty) and `default` annotate it.
@@ -84,10 +77,7 @@ impl ToolSchema {
         let mut schema = (spec.schema)(&mut self.generator);
         if let Value::Object(map) = &mut schema {
             if !description.is_empty() {
-                map.insert(
-                    "description".to_owned(),
-                    Value::String(description.to_owned()),
-                );
+                map.insert("description".to_owned(), Value::String(description.to_owned()));
             }
             if let Some(default) = default {
                 map.insert("default".to_owned(), default);
@@ -151,50 +141,29 @@ impl ToolArgs {
     pub fn new(tool: &str, args: Value, names: &[&str]) -> Result<Self, ToolError> {
         let invalid = |path: &str, message: String| ToolError::InvalidArguments {
             tool: tool.to_owned(),
-            problems: vec![ArgumentProblem {
-                path: path.to_owned(),
-                message,
-            }],
+            problems: vec![ArgumentProblem { path: path.to_owned(), message }],
         };
         let map = match normalize(tool, args)? {
             Value::Object(map) => map,
             other => {
-                return Err(invalid(
-                    "",
-                    format!("expected the arguments as a JSON object, got {other}"),
-                ));
+                return Err(invalid("", format!("expected the arguments as a JSON object, got {other}")));
             }
         };
         if let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str())) {
             let hint = graphwright_wiring::closest(unknown, names.iter().copied())
                 .map(|near| format!("did you mean `{near}`? "))
                 .unwrap_or_default();
-            let known = names
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(invalid(
-                unknown,
-                format!("unknown field; {hint}the fields are: {known}"),
-            ));
+            let known = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            return Err(invalid(unknown, format!("unknown field; {hint}the fields are: {known}")));
         }
-        Ok(Self {
-            tool: tool.to_owned(),
-            map,
-        })
+        Ok(Self { tool: tool.to_owned(), map })
     }
 
     /// Reads the argument `name`; an absent one reads as `null` unless it is `required`.
     ///
     /// # Errors
     /// [`ToolError::InvalidArguments`] naming the field.
-    pub fn take<T>(
-        &mut self,
-        spec: ParamSpec<T>,
-        name: &str,
-        required: bool,
-    ) -> Result<T, ToolError> {
+    pub fn take<T>(&mut self, spec: ParamSpec<T>, name: &str, required: bool) -> Result<T, ToolError> {
         let value = match self.map.remove(name) {
             Some(value) => value,
             None if required => {
@@ -209,27 +178,17 @@ impl ToolArgs {
     ///
     /// # Errors
     /// [`ToolError::InvalidArguments`] naming the field.
-    pub fn take_or<T>(
-        &mut self,
-        spec: ParamSpec<T>,
-        name: &str,
-        default: fn() -> T,
-    ) -> Result<T, ToolError> {
+    pub fn take_or<T>(&mut self, spec: ParamSpec<T>, name: &str, default: fn() -> T) -> Result<T, ToolError> {
         match self.map.remove(name) {
             None | Some(Value::Null) => Ok(default()),
-            Some(value) => {
-                (spec.decode)(value).map_err(|error| self.problem(name, error.to_string()))
-            }
+            Some(value) => (spec.decode)(value).map_err(|error| self.problem(name, error.to_string())),
         }
     }
 
     fn problem(&self, path: &str, message: String) -> ToolError {
         ToolError::InvalidArguments {
             tool: self.tool.clone(),
-            problems: vec![ArgumentProblem {
-                path: path.to_owned(),
-                message,
-            }],
+            problems: vec![ArgumentProblem { path: path.to_owned(), message }],
         }
     }
 }
@@ -273,10 +232,7 @@ impl<E: Into<BoxError>> ToolFailure for E {
 ///
 /// # Errors
 /// [`ToolError::Failed`] with the tool's error, or what [`ToolReturn`] reports.
-pub fn tool_result<T: ToolReturn, E: ToolFailure>(
-    tool: &str,
-    result: Result<T, E>,
-) -> Result<ToolOutput, ToolError> {
+pub fn tool_result<T: ToolReturn, E: ToolFailure>(tool: &str, result: Result<T, E>) -> Result<ToolOutput, ToolError> {
     match result {
         Ok(value) => value.into_tool_output(tool),
         Err(error) => Err(ToolError::failed(tool, error.into_box_error())),
@@ -297,12 +253,8 @@ pub(crate) fn normalize(tool: &str, args: Value) -> Result<Value, ToolError> {
     match args {
         Value::Null => Ok(Value::Object(serde_json::Map::new())),
         Value::String(text) if text.trim().is_empty() => Ok(Value::Object(serde_json::Map::new())),
-        Value::String(text) => {
-            serde_json::from_str(&text).map_err(|error| ToolError::InvalidJson {
-                tool: tool.to_owned(),
-                reason: error.to_string(),
-            })
-        }
+        Value::String(text) => serde_json::from_str(&text)
+            .map_err(|error| ToolError::InvalidJson { tool: tool.to_owned(), reason: error.to_string() }),
         other => Ok(other),
     }
 }

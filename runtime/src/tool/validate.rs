@@ -12,10 +12,7 @@ const MAX_DEPTH: usize = 64;
 
 /// Every way `value` misses `schema`; empty when it fits.
 pub(crate) fn validate(schema: &Value, value: &Value) -> Vec<ArgumentProblem> {
-    let mut checker = Checker {
-        root: schema,
-        problems: Vec::new(),
-    };
+    let mut checker = Checker { root: schema, problems: Vec::new() };
     checker.check(schema, value, &mut String::new(), 0);
     checker.problems
 }
@@ -27,18 +24,12 @@ struct Checker<'a> {
 
 impl<'a> Checker<'a> {
     fn problem(&mut self, path: &str, message: String) {
-        self.problems.push(ArgumentProblem {
-            path: path.to_owned(),
-            message,
-        });
+        self.problems.push(ArgumentProblem { path: path.to_owned(), message });
     }
 
     fn resolve(&self, schema: &'a Value) -> &'a Value {
         let reference = schema.get("$ref").and_then(Value::as_str);
-        match reference
-            .and_then(|r| r.strip_prefix('#'))
-            .and_then(|pointer| self.root.pointer(pointer))
-        {
+        match reference.and_then(|r| r.strip_prefix('#')).and_then(|pointer| self.root.pointer(pointer)) {
             Some(target) => target,
             None => schema,
         }
@@ -74,33 +65,21 @@ impl<'a> Checker<'a> {
         if let Some(expected) = map.get("const")
             && expected != value
         {
-            return self.problem(
-                path,
-                format!("expected {expected}, got {}", describe(value)),
-            );
+            return self.problem(path, format!("expected {expected}, got {}", describe(value)));
         }
         if let Some(allowed) = map.get("enum").and_then(Value::as_array)
             && !allowed.contains(value)
         {
-            let message = format!(
-                "expected one of {}, got {}",
-                join_values(allowed),
-                describe(value)
-            );
+            let message = format!("expected one of {}, got {}", join_values(allowed), describe(value));
             return self.problem(path, message);
         }
         match value {
             Value::Object(object) => self.check_object(map, object, path, depth),
             Value::Array(items) => self.check_array(map, items, path, depth),
             Value::Number(number) => self.check_number(map, number.as_f64(), path),
-            Value::String(text) => self.check_length(
-                map,
-                text.chars().count(),
-                "characters",
-                "minLength",
-                "maxLength",
-                path,
-            ),
+            Value::String(text) => {
+                self.check_length(map, text.chars().count(), "characters", "minLength", "maxLength", path);
+            }
             _ => {}
         }
     }
@@ -116,19 +95,12 @@ impl<'a> Checker<'a> {
     ) -> bool {
         let mut best: Option<Vec<ArgumentProblem>> = None;
         for alternative in alternatives {
-            let mut inner = Checker {
-                root: self.root,
-                problems: Vec::new(),
-            };
+            let mut inner = Checker { root: self.root, problems: Vec::new() };
             inner.check(alternative, value, path, depth + 1);
             if inner.problems.is_empty() {
                 return true;
             }
-            let null_only = self
-                .resolve(alternative)
-                .get("type")
-                .and_then(Value::as_str)
-                == Some("null");
+            let null_only = self.resolve(alternative).get("type").and_then(Value::as_str) == Some("null");
             let better = best.as_ref().is_none_or(|b| inner.problems.len() < b.len());
             if !null_only && better {
                 best = Some(inner.problems);
@@ -138,25 +110,16 @@ impl<'a> Checker<'a> {
             .iter()
             .map(|a| {
                 let a = self.resolve(a);
-                a.get("const").map(|c| vec![c]).or_else(|| {
-                    a.get("enum")
-                        .and_then(Value::as_array)
-                        .map(|e| e.iter().collect())
-                })
+                a.get("const")
+                    .map(|c| vec![c])
+                    .or_else(|| a.get("enum").and_then(Value::as_array).map(|e| e.iter().collect()))
             })
             .collect::<Option<Vec<_>>>()
             .map(|lists| lists.into_iter().flatten().collect());
         match (values, best) {
             (Some(values), _) => {
                 let allowed: Vec<Value> = values.into_iter().cloned().collect();
-                self.problem(
-                    path,
-                    format!(
-                        "expected one of {}, got {}",
-                        join_values(&allowed),
-                        describe(value)
-                    ),
-                );
+                self.problem(path, format!("expected one of {}, got {}", join_values(&allowed), describe(value)));
             }
             (None, Some(problems)) => self.problems.extend(problems),
             (None, None) => self.problem(path, format!("expected null, got {}", describe(value))),
@@ -175,14 +138,8 @@ impl<'a> Checker<'a> {
         if let Some(required) = schema.get("required").and_then(Value::as_array) {
             for name in required.iter().filter_map(Value::as_str) {
                 if !object.contains_key(name) {
-                    let what = properties
-                        .and_then(|p| p.get(name))
-                        .map(|s| self.summary(s))
-                        .unwrap_or_default();
-                    self.problem(
-                        &join_path(path, name),
-                        format!("this required field is missing{what}"),
-                    );
+                    let what = properties.and_then(|p| p.get(name)).map(|s| self.summary(s)).unwrap_or_default();
+                    self.problem(&join_path(path, name), format!("this required field is missing{what}"));
                 }
             }
         }
@@ -196,25 +153,13 @@ impl<'a> Checker<'a> {
             match (properties.and_then(|p| p.get(name)), additional) {
                 (Some(property), _) => self.check(property, item, path, depth + 1),
                 (None, Some(Value::Bool(false))) => {
-                    let known = properties.map(|p| {
-                        p.keys()
-                            .map(|k| format!("`{k}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    });
+                    let known = properties.map(|p| p.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "));
                     let hint = properties
-                        .and_then(|p| {
-                            graphwright_wiring::closest(name, p.keys().map(String::as_str))
-                        })
+                        .and_then(|p| graphwright_wiring::closest(name, p.keys().map(String::as_str)))
                         .map(|near| format!("did you mean `{near}`? "))
                         .unwrap_or_default();
-                    let known = known
-                        .filter(|k| !k.is_empty())
-                        .unwrap_or_else(|| "none".to_owned());
-                    self.problem(
-                        path,
-                        format!("unknown field; {hint}the fields are: {known}"),
-                    );
+                    let known = known.filter(|k| !k.is_empty()).unwrap_or_else(|| "none".to_owned());
+                    self.problem(path, format!("unknown field; {hint}the fields are: {known}"));
                 }
                 (None, Some(extra @ Value::Object(_))) => self.check(extra, item, path, depth + 1),
                 (None, _) => {}
@@ -223,18 +168,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_array(
-        &mut self,
-        schema: &'a Map<String, Value>,
-        items: &[Value],
-        path: &mut String,
-        depth: usize,
-    ) {
+    fn check_array(&mut self, schema: &'a Map<String, Value>, items: &[Value], path: &mut String, depth: usize) {
         self.check_length(schema, items.len(), "items", "minItems", "maxItems", path);
-        let prefix = schema
-            .get("prefixItems")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
+        let prefix = schema.get("prefixItems").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         for (index, item) in items.iter().enumerate() {
             let item_schema = prefix.get(index).or_else(|| schema.get("items"));
             if let Some(item_schema) = item_schema {
@@ -263,21 +199,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_length(
-        &mut self,
-        schema: &Map<String, Value>,
-        len: usize,
-        unit: &str,
-        min: &str,
-        max: &str,
-        path: &str,
-    ) {
-        let bound = |key: &str| {
-            schema
-                .get(key)
-                .and_then(Value::as_u64)
-                .map(|b| usize::try_from(b).unwrap_or(usize::MAX))
-        };
+    fn check_length(&mut self, schema: &Map<String, Value>, len: usize, unit: &str, min: &str, max: &str, path: &str) {
+        let bound =
+            |key: &str| schema.get(key).and_then(Value::as_u64).map(|b| usize::try_from(b).unwrap_or(usize::MAX));
         if let Some(min) = bound(min).filter(|min| len < *min) {
             self.problem(path, format!("needs at least {min} {unit}, got {len}"));
         }
@@ -290,10 +214,7 @@ impl<'a> Checker<'a> {
     fn summary(&self, schema: &'a Value) -> String {
         let schema = self.resolve(schema);
         let kind = schema.get("type").map(describe_type);
-        let description = schema
-            .get("description")
-            .and_then(Value::as_str)
-            .map(|d| d.lines().next().unwrap_or(d));
+        let description = schema.get("description").and_then(Value::as_str).map(|d| d.lines().next().unwrap_or(d));
         match (kind, description) {
             (Some(kind), Some(description)) => format!(" ({kind}: {description})"),
             (Some(kind), None) => format!(" ({kind})"),
@@ -304,11 +225,7 @@ impl<'a> Checker<'a> {
 }
 
 fn join_path(parent: &str, name: &str) -> String {
-    if parent.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{parent}.{name}")
-    }
+    if parent.is_empty() { name.to_owned() } else { format!("{parent}.{name}") }
 }
 
 fn type_matches(types: &Value, value: &Value) -> bool {
@@ -342,12 +259,7 @@ fn describe_type(types: &Value) -> String {
     };
     match types {
         Value::String(t) => one(t),
-        Value::Array(list) => list
-            .iter()
-            .filter_map(Value::as_str)
-            .map(one)
-            .collect::<Vec<_>>()
-            .join(" or "),
+        Value::Array(list) => list.iter().filter_map(Value::as_str).map(one).collect::<Vec<_>>().join(" or "),
         other => other.to_string(),
     }
 }
@@ -369,11 +281,7 @@ fn describe(value: &Value) -> String {
 }
 
 fn join_values(values: &[Value]) -> String {
-    values
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    values.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 fn index_segment(index: usize) -> String {
