@@ -131,7 +131,7 @@ impl fmt::Display for NodeError {
     }
 }
 
-/// A node attempt that ran past its [`TimeoutPolicy`](crate::TimeoutPolicy).
+/// A node attempt that ran past its timeout (`NodePolicy::timeout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the node ran past its timeout of {0:?}")]
 pub struct TimeoutError(pub Duration);

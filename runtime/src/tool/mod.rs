@@ -1,7 +1,7 @@
 //! Tools: functions a model may call, with JSON schemas derived from their parameters, and
 //! [`ToolNode`], which runs the calls of an assistant message without ever losing one.
 //!
-//! Write a tool as a plain function and mark it [`#[tool]`](crate::tool); the macro derives its
+//! Write a tool as a plain function and mark it [`#[tool]`](macro@crate::tool); the macro derives its
 //! JSON Schema from the parameters and implements [`Tool`] on a unit struct named after it.
 //! A parameter of type [`ToolRuntime`] is filled by the runtime (graph state, context, call id,
 //! progress writer) and never appears in the schema.
