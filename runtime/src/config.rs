@@ -25,6 +25,7 @@ pub struct RunConfig<C = ()> {
     pub(crate) context: Option<Arc<C>>,
     pub(crate) recursion_limit: Option<u64>,
     pub(crate) deadline: Option<Duration>,
+    pub(crate) log: Option<crate::log::RunLog>,
 }
 
 impl<C> Default for RunConfig<C> {
@@ -36,6 +37,7 @@ impl<C> Default for RunConfig<C> {
             context: None,
             recursion_limit: None,
             deadline: None,
+            log: None,
         }
     }
 }
@@ -49,6 +51,7 @@ impl<C> Clone for RunConfig<C> {
             context: self.context.clone(),
             recursion_limit: self.recursion_limit,
             deadline: self.deadline,
+            log: self.log.clone(),
         }
     }
 }
@@ -114,6 +117,14 @@ impl<C> RunConfig<C> {
     #[must_use]
     pub fn checkpoint(mut self, id: impl Into<Arc<str>>) -> Self {
         self.checkpoint_id = Some(id.into());
+        self
+    }
+
+    /// Records the run in `log`: which nodes ran, and their inputs, outputs and state as
+    /// `policy` allows, with secret-looking keys redacted (see [`crate::log`]).
+    #[must_use]
+    pub fn log(mut self, log: Arc<dyn crate::log::EventLog>, policy: crate::log::CapturePolicy) -> Self {
+        self.log = Some(crate::log::RunLog { log, policy: Arc::new(policy) });
         self
     }
 

@@ -70,6 +70,7 @@ pub mod config;
 pub mod error;
 pub mod graph;
 pub mod interrupt;
+pub mod log;
 pub mod message;
 pub mod node;
 pub mod policy;

@@ -66,6 +66,8 @@ pub(crate) struct RunShared<C> {
     pub(crate) store: Option<Arc<dyn Store>>,
     /// Where `write` and `message_delta` go when the run is streamed.
     pub(crate) writer: Option<crate::stream::SharedWriter>,
+    /// The run's event log, if it has one.
+    pub(crate) log: Option<crate::log::RunLog>,
 }
 
 /// Where a task sits in its run.

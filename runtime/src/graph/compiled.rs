@@ -296,6 +296,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             node_names: Arc::clone(&self.inner.node_names),
             store: self.inner.store.clone(),
             writer,
+            log: cfg.log.clone(),
         }))
     }
 }

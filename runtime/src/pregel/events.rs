@@ -4,7 +4,9 @@ use super::Task;
 use crate::error::GraphError;
 use crate::graph::Inner;
 use crate::interrupt::Interrupt;
+use crate::log::{self, RunLog};
 use crate::node::NodeOutput;
+use crate::runtime::RunShared;
 use crate::state::State;
 use crate::stream::{EventKind, Sink};
 
@@ -64,4 +66,61 @@ pub(crate) async fn updates<S: State, C>(
         }
     }
     Ok(())
+}
+
+/// The log's place for a step of `run`.
+fn log_at<C>(run: &RunShared<C>, step: u64) -> log::At<'_> {
+    log::At { run_id: run.run_id, thread: run.thread_id.as_deref(), step }
+}
+
+/// Logs the start of every task of the step: its input is the state, or its Send payload.
+pub(crate) fn log_started<S: State, C>(
+    graph: &Inner<S, C>,
+    run: &RunShared<C>,
+    log: &RunLog,
+    step: u64,
+    state: &S,
+    tasks: &[Task],
+) {
+    let at = log_at(run, step);
+    for (index, task) in tasks.iter().enumerate() {
+        let spec = &graph.nodes[task.node as usize];
+        let payload = task.payload.as_deref().zip(spec.takes).and_then(|(p, kind)| (kind.encode)(p).ok());
+        match payload {
+            Some(payload) => log.started(&at, &spec.name, index as u32, &payload),
+            None => log.started(&at, &spec.name, index as u32, state),
+        }
+    }
+}
+
+/// Logs how every task of the step ended.
+pub(crate) fn log_finished<S: State, C>(
+    graph: &Inner<S, C>,
+    run: &RunShared<C>,
+    log: &RunLog,
+    step: u64,
+    tasks: &[Task],
+    slots: &[Option<NodeOutput<S>>],
+    outcome: &Result<Vec<(u32, Interrupt)>, GraphError>,
+) {
+    let at = log_at(run, step);
+    for (index, task) in tasks.iter().enumerate() {
+        let name = node(graph, task);
+        let interrupted = matches!(outcome, Ok(paused) if paused.iter().any(|(i, _)| *i as usize == index));
+        let error = match outcome {
+            Err(GraphError::Node { node, source, .. }) if *node == name && slots[index].is_none() => {
+                Some(source.to_string())
+            }
+            _ => None,
+        };
+        if slots[index].is_some() || interrupted || error.is_some() {
+            let output = slots[index].as_ref().map(|o| &o.update);
+            log.finished(&at, &name, index as u32, output, error, interrupted);
+        }
+    }
+}
+
+/// Logs the state after a step.
+pub(crate) fn log_state<S: State, C>(run: &RunShared<C>, log: &RunLog, step: u64, state: &S) {
+    log.state(&log_at(run, step), state);
 }

@@ -152,9 +152,15 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
             events::tasks_started(graph, sink, step, &tasks).await?;
         }
+        if let Some(log) = &run.log {
+            events::log_started(graph, &run, log, step, &state, &tasks);
+        }
         let outcome = task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_mut()).await;
         if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
             events::tasks_finished(graph, sink, step, &tasks, &slots, &outcome).await?;
+        }
+        if let Some(log) = &run.log {
+            events::log_finished(graph, &run, log, step, &tasks, &slots, &outcome);
         }
         let paused = match outcome {
             Ok(paused) => paused,
@@ -187,6 +193,9 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         }
         if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
             sink.send(step, EventKind::Values(state.clone())).await?;
+        }
+        if let Some(log) = run.log.as_ref().filter(|l| l.policy.state) {
+            events::log_state(&run, log, step, &state);
         }
         let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after);
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
