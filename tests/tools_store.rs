@@ -58,3 +58,16 @@ async fn without_a_store_the_model_is_told_so() {
     assert!(answer.is_error);
     assert!(answer.content.contains("store"), "{}", answer.content);
 }
+
+/// Add two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[test]
+fn a_tool_says_whether_it_reads_the_runtime() {
+    use graphwright::Tool;
+    assert!(Remember.reads_runtime(), "takes a ToolRuntime");
+    assert!(!Add.reads_runtime(), "takes none: a tool node need not copy the state for it");
+}

@@ -327,6 +327,7 @@ fn expand_tool(def: &ToolDef) -> TokenStream {
             }
         }
     }
+    let reads_runtime = def.params.iter().any(|param| matches!(param.kind, Kind::Runtime { .. }));
     let user = &def.item.sig.ident;
     let wait = def.item.sig.asyncness.map(|_| quote!(.await));
     let convert = match &def.item.sig.output {
@@ -368,6 +369,10 @@ fn expand_tool(def: &ToolDef) -> TokenStream {
                         #(#schema_calls)*
                         __schema.finish()
                     }))
+                }
+
+                fn reads_runtime(&self) -> bool {
+                    #reads_runtime
                 }
 
                 fn call<'a>(&'a self, args: #p::serde_json::Value, rt: &'a #p::ToolRuntime) -> #p::ToolFuture<'a> {

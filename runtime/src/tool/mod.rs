@@ -121,6 +121,13 @@ pub trait Tool: Send + Sync + 'static {
     /// The JSON Schema of the arguments: an object schema, one property per parameter.
     fn parameters(&self) -> serde_json::Value;
 
+    /// Whether the tool takes a [`ToolRuntime`] (and so may read the state). `#[tool]` answers
+    /// from the fn's parameters; a hand-written tool that never reads the runtime can return
+    /// `false` to spare [`ToolNode`] a copy of the state.
+    fn reads_runtime(&self) -> bool {
+        true
+    }
+
     /// Runs the tool with the model's arguments. [`ToolNode`] has already checked `args`
     /// against [`Tool::parameters`]; a tool called by hand should still not trust them.
     fn call<'a>(&'a self, args: serde_json::Value, rt: &'a ToolRuntime) -> ToolFuture<'a>;

@@ -142,7 +142,11 @@ impl ToolNode {
         if !messages.last().is_some_and(Message::has_tool_calls) {
             return Vec::new();
         }
-        let env = ToolEnv::new().state(state.clone()).shared_context(Arc::clone(&rt.run.context));
+        // The state is copied for the tools only when a called tool can read it.
+        let calls = messages.last().map_or(&[][..], |m| m.tool_calls.as_slice());
+        let reads = calls.iter().any(|call| self.tools.get(&call.name).is_none_or(|tool| tool.reads_runtime()));
+        let env = if reads { ToolEnv::new().state(state.clone()) } else { ToolEnv::new() };
+        let env = env.shared_context(Arc::clone(&rt.run.context));
         let env = match &rt.run.store {
             Some(store) => env.store(Arc::clone(store)),
             None => env,
