@@ -139,17 +139,35 @@ fn check_reachable(topology: &Topology<'_>, successors: &[Vec<Option<usize>>], p
 }
 
 /// Rule: from every node some path leads to END, so no run is trapped in a loop by its wiring.
+/// A node with `send` counts as a way out: when it sends no payload its branch ends there.
 /// (A run may still loop at run time; the recursion limit bounds that.)
 fn check_reaches_end(topology: &Topology<'_>, successors: &[Vec<Option<usize>>], problems: &mut Vec<Problem>) {
     let n = topology.nodes.len();
+    let mut predecessors = vec![Vec::new(); n];
     let mut ends = vec![false; n];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for i in 0..n {
-            if !ends[i] && successors[i].iter().any(|s| s.is_none_or(|j| ends[j])) {
-                ends[i] = true;
-                changed = true;
+    let mut queue = Vec::new();
+    for (i, next) in successors.iter().enumerate() {
+        for target in next {
+            match target {
+                Some(j) => predecessors[*j].push(i),
+                None => {
+                    if !ends[i] {
+                        ends[i] = true;
+                        queue.push(i);
+                    }
+                }
+            }
+        }
+        if !topology.nodes[i].send.is_empty() && !ends[i] {
+            ends[i] = true;
+            queue.push(i);
+        }
+    }
+    while let Some(i) = queue.pop() {
+        for &p in &predecessors[i] {
+            if !ends[p] {
+                ends[p] = true;
+                queue.push(p);
             }
         }
     }
@@ -218,6 +236,25 @@ mod tests {
                 "from node `a` the graph can never reach END (it loops through `a`, `b`): add an edge or a branch that leads to END"
             ]
         );
+    }
+
+    #[test]
+    fn a_node_that_sends_can_end_its_branch_by_sending_nothing() {
+        let problems =
+            graph(vec![NodeDecl::new("agent").entry().send(["tools"]), NodeDecl::new("tools").next(["agent"])]);
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn a_long_chain_is_checked_in_linear_time() {
+        let names: Vec<String> = (0..20_000).map(|i| format!("n{i}")).collect();
+        let mut nodes: Vec<NodeDecl<'_>> = names.iter().map(|n| NodeDecl::new(n)).collect();
+        for i in 0..names.len() - 1 {
+            nodes[i].next.push(&names[i + 1]);
+        }
+        nodes[0].entry = true;
+        nodes.last_mut().unwrap().next.push(END);
+        assert!(check(&Topology { graph: "g", nodes }).is_empty());
     }
 
     #[test]

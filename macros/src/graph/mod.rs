@@ -17,7 +17,7 @@ pub(crate) fn expand(args: TokenStream, input: &TokenStream) -> TokenStream {
         return quote!(#error #input);
     };
     let args = parse::parse_args(&mut cx, args);
-    let def = parse::parse_module(&mut cx, module);
+    let def = parse::parse_module(&mut cx, module, args.state.as_ref());
     let names = codegen::Names::new(&args, &def);
     check::check(&mut cx, &def, names.is_some());
     let wired = !cx.has_errors();

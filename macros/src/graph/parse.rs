@@ -166,7 +166,7 @@ pub(crate) struct GraphDef {
 
 /// Reads the module, stripping `#[state]` and `#[node]` markers from its items. The state
 /// struct is taken out of the module (codegen puts its expansion back); node fns stay.
-pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod) -> GraphDef {
+pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod, state_path: Option<&Path>) -> GraphDef {
     let mut state = None;
     let mut nodes = Vec::new();
     let Some((_, items)) = &mut module.content else {
@@ -207,7 +207,11 @@ pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod) -> GraphDef {
         }
     }
     *items = kept;
-    let state_name = state.as_ref().map(|s| s.item.ident.to_string());
+    // The state is the inline `#[state]` struct, or the one `#[graph(state = path)]` names.
+    let state_name = state
+        .as_ref()
+        .map(|s| s.item.ident.to_string())
+        .or_else(|| state_path.and_then(|p| p.segments.last()).map(|s| s.ident.to_string()));
     for node in &mut nodes {
         node.params = parse_params(cx, &node.item, state_name.as_deref());
     }

@@ -11,7 +11,7 @@ use crate::policy::NodePolicy;
 use crate::state::State;
 use crate::store::Store;
 use graphwright_wiring::{NodeDecl, Topology};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// Builds a graph at run time; `compile` checks it with the same rules `#[graph]` checks at
@@ -267,7 +267,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     /// The graph as the wiring rules see it.
     fn topology(&self) -> Topology<'_> {
         let mut nodes: Vec<NodeDecl<'_>> = self.nodes.iter().map(|e| NodeDecl::new(&e.name)).collect();
-        let position = |name: &str| self.nodes.iter().position(|e| &*e.name == name);
+        let index: HashMap<&str, usize> = self.nodes.iter().enumerate().rev().map(|(i, e)| (&*e.name, i)).collect();
+        let position = |name: &str| index.get(name).copied();
         for (from, to) in &self.edges {
             if from == START {
                 if let Some(i) = position(to) {
@@ -337,13 +338,34 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
 
     /// Builder-only rules that the macro leaves to rustc's type checks.
     fn check_shapes(&self, index: &HashMap<String, usize>, invalid: &mut Vec<String>) {
+        // Every list indexed by node once, so the checks stay linear in the graph's size.
+        let mut statics: HashSet<&str> = HashSet::new();
+        let mut pulled: HashSet<&str> = HashSet::new();
+        for (from, to) in &self.edges {
+            statics.insert(from);
+            pulled.insert(to);
+        }
+        pulled.extend(self.joins.iter().map(|(_, t)| t.as_str()));
         for entry in &self.nodes {
-            let name = &entry.name;
-            let statics = self.edges.iter().any(|(f, _)| f == &**name);
-            let routed = self.routers.iter().any(|(f, _)| f == &**name);
-            let sends: Vec<&str> = self.sends.iter().filter(|(f, _)| f == &**name).map(|(_, t)| t.as_str()).collect();
+            if let Shape::Branch { targets, .. } = entry.spec.shape {
+                pulled.extend(targets.iter().copied());
+            }
+        }
+        let mut routers: HashMap<&str, usize> = HashMap::new();
+        for (from, router) in &self.routers {
+            *routers.entry(from).or_default() += 1;
+            pulled.extend(router.targets.iter().copied());
+        }
+        let mut sends: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (from, to) in &self.sends {
+            sends.entry(from).or_default().push(to);
+        }
+        for entry in &self.nodes {
+            let name = &*entry.name;
+            let routed = routers.get(name).copied().unwrap_or(0);
+            let sends = sends.get(name).map_or(&[][..], Vec::as_slice);
             match &entry.spec.shape {
-                Shape::Branch { route, .. } if statics || routed => invalid.push(format!(
+                Shape::Branch { route, .. } if statics.contains(name) || routed > 0 => invalid.push(format!(
                     "node `{name}` returns routes of `{route}`, so it cannot also have a static edge or a router"
                 )),
                 Shape::Send { payloads } => {
@@ -369,7 +391,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                     .push(format!("node `{name}` has a Send edge but returns no payloads: make it return `Vec<P>`")),
                 _ => {}
             }
-            if routed && self.routers.iter().filter(|(f, _)| f == &**name).count() > 1 {
+            if routed > 1 {
                 invalid.push(format!("node `{name}` has more than one router"));
             }
             if entry.policy.timeout.is_some() && !entry.spec.is_async() {
@@ -377,18 +399,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                     "node `{name}` is sync, so a timeout could not stop it: make it `async` or drop the timeout"
                 ));
             }
-            if entry.spec.takes.is_some() {
-                let pulled = self.edges.iter().any(|(_, t)| t == &**name)
-                    || self.joins.iter().any(|(_, t)| t == &**name)
-                    || self
-                        .nodes
-                        .iter()
-                        .any(|e| matches!(e.spec.shape, Shape::Branch { targets, .. } if targets.contains(&&**name)))
-                    || self.routers.iter().any(|(_, r)| r.targets.contains(&&**name));
-                if pulled {
-                    invalid
-                        .push(format!("node `{name}` takes a Send payload, so only `add_send` edges may lead to it"));
-                }
+            if entry.spec.takes.is_some() && pulled.contains(name) {
+                invalid.push(format!("node `{name}` takes a Send payload, so only `add_send` edges may lead to it"));
             }
         }
     }
