@@ -189,11 +189,11 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
             type Update = #update;
             const FIELDS: &'static [&'static str] = &[#(#names),*];
 
-            fn apply(&mut self, update: #update) {
+            fn apply_mut(&mut self, update: &mut #update) {
                 #(#folds)*
             }
 
-            fn conflict(updates: &[#update]) -> #p::Option<#p::Conflict> {
+            fn conflict(updates: &[&#update]) -> #p::Option<#p::Conflict> {
                 #(
                     if let #p::Option::Some(conflict) = #p::conflict(
                         #names,
@@ -219,7 +219,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
 }
 
 /// Folds one field's write: expands to
-/// `if let Some(w) = update.f { match w { Reduce(v) => <reducer>, Overwrite(v) => self.f = v } }`.
+/// `if let Some(w) = update.f.take() { match w { Reduce(v) => <reducer>, Overwrite(v) => self.f = v } }`.
 /// The reducer call carries the field type's span, so a reducer that cannot fold the type is
 /// reported under the type the user wrote.
 fn fold(field: &Field) -> TokenStream {
@@ -244,7 +244,7 @@ fn fold(field: &Field) -> TokenStream {
         Reducer::With(path) => quote_spanned!(path.span()=> #path(&mut self.#f, value)),
     };
     quote! {
-        if let #p::Option::Some(write) = update.#f {
+        if let #p::Option::Some(write) = update.#f.take() {
             match write {
                 #p::Write::Reduce(value) => { #reduce; }
                 #p::Write::Overwrite(value) => self.#f = value,

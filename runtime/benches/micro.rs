@@ -74,7 +74,11 @@ fn bench(filter: &[String], name: &str, unit: &str, iters: u32, mut f: impl FnMu
         .collect();
     samples.sort();
     let median = samples[SAMPLES / 2];
-    println!("{name:<44} {:>12.3} µs/{unit:<10} (min {:.3})", median.as_secs_f64() * 1e6, samples[0].as_secs_f64() * 1e6);
+    println!(
+        "{name:<44} {:>12.3} µs/{unit:<10} (min {:.3})",
+        median.as_secs_f64() * 1e6,
+        samples[0].as_secs_f64() * 1e6
+    );
     Some(median)
 }
 

@@ -17,11 +17,17 @@ pub trait State: Clone + Debug + Default + Serialize + DeserializeOwned + Send +
     const FIELDS: &'static [&'static str];
 
     /// Folds one update into the state, each field with its reducer.
-    fn apply(&mut self, update: Self::Update);
+    fn apply(&mut self, mut update: Self::Update) {
+        self.apply_mut(&mut update);
+    }
+
+    /// Folds one update into the state, taking each written field out of `update` (which is
+    /// left empty): the executor folds updates where they are, without moving them.
+    fn apply_mut(&mut self, update: &mut Self::Update);
 
     /// The first field that the updates of one super-step may not all write: a last-value field
     /// written twice, or any field given two [`Overwrite`]s. Indices point into `updates`.
-    fn conflict(updates: &[Self::Update]) -> Option<Conflict>;
+    fn conflict(updates: &[&Self::Update]) -> Option<Conflict>;
 }
 
 /// A partial update of a [`State`]: one optional write per field.

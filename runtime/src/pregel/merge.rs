@@ -16,11 +16,10 @@ pub(crate) fn apply<S: State, C>(
     step: u64,
 ) -> Result<(), GraphError> {
     if let [Some(only)] = outputs {
-        state.apply(std::mem::take(&mut only.update));
+        state.apply_mut(&mut only.update);
         return Ok(());
     }
-    let updates: Vec<S::Update> =
-        outputs.iter_mut().map(|o| o.as_mut().map(|o| std::mem::take(&mut o.update)).unwrap_or_default()).collect();
+    let updates: Vec<&S::Update> = outputs.iter().flatten().map(|o| &o.update).collect();
     if let Some(conflict) = S::conflict(&updates) {
         let name = |i: usize| graph.node_names[tasks[i].node as usize].to_string();
         return Err(GraphError::InvalidUpdate {
@@ -30,8 +29,8 @@ pub(crate) fn apply<S: State, C>(
             step,
         });
     }
-    for update in updates {
-        state.apply(update);
+    for output in outputs.iter_mut().flatten() {
+        state.apply_mut(&mut output.update);
     }
     Ok(())
 }
