@@ -62,7 +62,7 @@ pub(crate) async fn updates<S: State, C>(
 ) -> Result<(), GraphError> {
     for (task, slot) in tasks.iter().zip(slots) {
         if let Some(output) = slot {
-            sink.send(step, EventKind::Update { node: node(graph, task), update: output.update.clone() }).await?;
+            sink.send(step, EventKind::Update { node: node(graph, task), update: (*output.update).clone() }).await?;
         }
     }
     Ok(())

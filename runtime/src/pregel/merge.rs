@@ -19,7 +19,7 @@ pub(crate) fn apply<S: State, C>(
         state.apply_mut(&mut only.update);
         return Ok(());
     }
-    let updates: Vec<&S::Update> = outputs.iter().flatten().map(|o| &o.update).collect();
+    let updates: Vec<&S::Update> = outputs.iter().flatten().map(|o| &*o.update).collect();
     if let Some(conflict) = S::conflict(&updates) {
         let name = |i: usize| graph.node_names[tasks[i].node as usize].to_string();
         return Err(GraphError::InvalidUpdate {

@@ -688,7 +688,7 @@ pub(crate) async fn load_state<S: State, C>(
         for write in graph.saver.writes(thread, checkpoint).await? {
             match record::decode_write(graph, &at, write.task, write.index, &write.body)? {
                 Decoded::Input(update) => state.apply(update),
-                Decoded::Output(output) => state.apply(output.update),
+                Decoded::Output(mut output) => state.apply_mut(&mut output.update),
                 Decoded::Interrupt(_) | Decoded::Answer(..) => {}
             }
         }

@@ -293,7 +293,7 @@ pub(crate) fn decode_write<S: State, C>(
         let payload = (kind.decode)(value).map_err(|e| at.corrupt(field("sends"), e))?;
         sends.push(Payload { target, value: payload });
     }
-    Ok(Decoded::Output(NodeOutput { update, goto, sends }))
+    Ok(Decoded::Output(NodeOutput { update: Box::new(update), goto, sends }))
 }
 
 fn node_index<S: State, C>(graph: &Inner<S, C>, name: &str) -> Option<u32> {
