@@ -104,6 +104,11 @@ pub use store::{InMemoryStore, Store, StoreError};
 pub use stream::{Event, EventKind, RunStream, StreamMode, StreamModes};
 pub use tool::{Tool, ToolNode, ToolRuntime, tools_condition};
 
+/// The README's examples, compiled and run as doc tests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// What a graph module needs in one import.
 pub mod prelude {
     pub use crate::{
