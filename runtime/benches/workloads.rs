@@ -16,6 +16,8 @@
 //! `_async` ones on a multi-thread runtime; each line's `params` says which.
 
 #![forbid(unsafe_code)]
+// Benchmark arithmetic turns counts and durations into floats and back; none comes near 2^52.
+#![allow(clippy::cast_precision_loss, clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 #[path = "workloads/graphs.rs"]
 mod graphs;
@@ -42,8 +44,11 @@ const WORKLOAD_ENV: &str = "GRAPHWRIGHT_BENCH_WORKLOAD";
 /// Set in the child of the `startup` workload: build a graph and exit.
 const STARTUP_ENV: &str = "GRAPHWRIGHT_BENCH_STARTUP";
 
+/// A workload: its name and the function that runs it and returns its JSON line.
+type Workload = (&'static str, fn() -> Value);
+
 /// Every workload, in the baseline's order. Adding one is a line here and a function below.
-const WORKLOADS: &[(&str, fn() -> Value)] = &[
+const WORKLOADS: &[Workload] = &[
     ("sequential_100", || sequential("sequential_100", 100, false)),
     ("sequential_1000", || sequential("sequential_1000", 1000, false)),
     ("sequential_1000_async", || sequential("sequential_1000_async", 1000, true)),
@@ -101,7 +106,7 @@ fn main() {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--only" => {
-                only.extend(args.next().unwrap_or_default().split(',').filter(|s| !s.is_empty()).map(str::to_owned))
+                only.extend(args.next().unwrap_or_default().split(',').filter(|s| !s.is_empty()).map(str::to_owned));
             }
             "--list" => list = true,
             // `cargo bench` passes `--bench`; anything else is ignored too.
@@ -150,9 +155,9 @@ fn cfg() -> RunConfig {
 
 /// Times `build`, returning what it built and the seconds it took.
 fn timed_build<T>(build: impl FnOnce() -> T) -> (T, f64) {
-    let started = Instant::now();
-    let built = build();
-    (built, started.elapsed().as_secs_f64())
+    let began = Instant::now();
+    let value = build();
+    (value, began.elapsed().as_secs_f64())
 }
 
 fn sequential(name: &'static str, n: usize, asynchronous: bool) -> Value {
@@ -623,7 +628,7 @@ fn compile_wide() -> Value {
     .finish(m)
 }
 
-/// The child of `startup`: compile the ReAct agent (tools, messages, routing) and exit,
+/// The child of `startup`: compile the `ReAct` agent (tools, messages, routing) and exit,
 /// printing its node count and peak RSS.
 fn startup_child() {
     let app = react::react_toolnode::graph().compile().expect("the agent compiles");

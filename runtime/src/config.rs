@@ -65,6 +65,7 @@ impl<C> std::fmt::Debug for RunConfig<C> {
             .field("recursion_limit", &self.recursion_limit)
             .field("deadline", &self.deadline)
             .field("durability", &self.durability)
+            .field("log", &self.log.as_ref().map(|log| &log.policy))
             .finish()
     }
 }

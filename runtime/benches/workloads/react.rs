@@ -1,4 +1,4 @@
-//! The ReAct loop of WORKLOADS.md §4: a scripted model and one tool, `add`.
+//! The `ReAct` loop of WORKLOADS.md §4: a scripted model and one tool, `add`.
 //!
 //! `react_send` is the shape of LangGraph's prebuilt agent (v2): the model node sends each tool
 //! call to `tools` as a payload. `react_toolnode` is the hand-built loop: `tools_condition`
