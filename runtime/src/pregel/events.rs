@@ -27,6 +27,27 @@ pub(crate) async fn tasks_started<S: State, C>(
     Ok(())
 }
 
+/// How each task of a step that has an outcome ended: `(index, node, error, interrupted)`,
+/// for tasks that finished, paused or failed (not those cancelled by a sibling's failure).
+fn endings<'a, S: State, C>(
+    graph: &'a Inner<S, C>,
+    tasks: &'a [Task],
+    slots: &'a [Option<NodeOutput<S>>],
+    outcome: &'a Result<Vec<(u32, Interrupt)>, GraphError>,
+) -> impl Iterator<Item = (usize, String, Option<String>, bool)> + 'a {
+    tasks.iter().enumerate().filter_map(move |(index, task)| {
+        let name = node(graph, task);
+        let interrupted = matches!(outcome, Ok(paused) if paused.iter().any(|(i, _)| *i as usize == index));
+        let error = match outcome {
+            Err(GraphError::Node { node, source, .. }) if *node == name && slots[index].is_none() => {
+                Some(source.to_string())
+            }
+            _ => None,
+        };
+        (slots[index].is_some() || interrupted || error.is_some()).then_some((index, name, error, interrupted))
+    })
+}
+
 /// `tasks`: one finish event per task that finished, paused or failed.
 pub(crate) async fn tasks_finished<S: State, C>(
     graph: &Inner<S, C>,
@@ -36,18 +57,8 @@ pub(crate) async fn tasks_finished<S: State, C>(
     slots: &[Option<NodeOutput<S>>],
     outcome: &Result<Vec<(u32, Interrupt)>, GraphError>,
 ) -> Result<(), GraphError> {
-    for (index, task) in tasks.iter().enumerate() {
-        let name = node(graph, task);
-        let interrupted = matches!(outcome, Ok(paused) if paused.iter().any(|(i, _)| *i as usize == index));
-        let error = match outcome {
-            Err(GraphError::Node { node, source, .. }) if *node == name && slots[index].is_none() => {
-                Some(source.to_string())
-            }
-            _ => None,
-        };
-        if slots[index].is_some() || interrupted || error.is_some() {
-            sink.send(step, EventKind::TaskFinished { node: name, task: index as u32, error, interrupted }).await?;
-        }
+    for (index, node, error, interrupted) in endings(graph, tasks, slots, outcome) {
+        sink.send(step, EventKind::TaskFinished { node, task: index as u32, error, interrupted }).await?;
     }
     Ok(())
 }
@@ -104,19 +115,9 @@ pub(crate) fn log_finished<S: State, C>(
     outcome: &Result<Vec<(u32, Interrupt)>, GraphError>,
 ) {
     let at = log_at(run, step);
-    for (index, task) in tasks.iter().enumerate() {
-        let name = node(graph, task);
-        let interrupted = matches!(outcome, Ok(paused) if paused.iter().any(|(i, _)| *i as usize == index));
-        let error = match outcome {
-            Err(GraphError::Node { node, source, .. }) if *node == name && slots[index].is_none() => {
-                Some(source.to_string())
-            }
-            _ => None,
-        };
-        if slots[index].is_some() || interrupted || error.is_some() {
-            let output = slots[index].as_ref().map(|o| &o.update);
-            log.finished(&at, &name, index as u32, output, error, interrupted);
-        }
+    for (index, node, error, interrupted) in endings(graph, tasks, slots, outcome) {
+        let output = slots[index].as_ref().map(|o| &o.update);
+        log.finished(&at, &node, index as u32, output, error, interrupted);
     }
 }
 

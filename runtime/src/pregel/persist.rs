@@ -256,8 +256,8 @@ impl Persist {
             // A new branch: a copy of the old checkpoint becomes the head, so this run's writes
             // never mix with the old branch's.
             persist.current = Arc::from(base.id.as_str());
-            persist.current_step = base.step - 1;
-            persist.checkpoint_forced(graph, &state, &tasks, &planner, Source::Fork).await?;
+            persist.current_step = base.step;
+            persist.put_checkpoint(graph, &state, &tasks, &planner, Source::Fork, true).await?;
             let saved = tasks.iter().map(|_| None).collect();
             return Ok(Resumed { persist, state, tasks, planner, saved });
         }
@@ -377,19 +377,7 @@ impl Persist {
         self.put_checkpoint(graph, state, next, planner, source, false).await
     }
 
-    /// Stores a checkpoint with a snapshot whatever the durability.
-    async fn checkpoint_forced<S: State, C>(
-        &mut self,
-        graph: &Inner<S, C>,
-        state: &S,
-        next: &[Task],
-        planner: &Planner,
-        source: Source,
-    ) -> Result<(), GraphError> {
-        self.current_step += 1;
-        self.put_checkpoint(graph, state, next, planner, source, true).await
-    }
-
+    /// Stores a checkpoint at the current step (with a snapshot when due, or when `force_snapshot`).
     async fn put_checkpoint<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
@@ -493,8 +481,7 @@ impl Persist {
         planner: &Planner,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit {
-            self.current_step -= 1;
-            self.checkpoint_forced(graph, state, tasks, planner, Source::Loop).await?;
+            self.put_checkpoint(graph, state, tasks, planner, Source::Loop, true).await?;
         }
         self.encode_and_store_outputs_now(graph, tasks, outputs)?;
         let mut writes = std::mem::take(&mut self.held);
@@ -538,8 +525,7 @@ impl Persist {
         planner: &Planner,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit {
-            self.current_step -= 1;
-            self.checkpoint_forced(graph, state, tasks, planner, Source::Loop).await?;
+            self.put_checkpoint(graph, state, tasks, planner, Source::Loop, true).await?;
         }
         self.drain().await
     }
@@ -640,8 +626,8 @@ pub(crate) async fn update_state<S: State, C>(
     };
     let mut persist = Persist::new(Arc::clone(&graph.saver), Arc::clone(&thread), Durability::Sync, Some(&head));
     persist.current = Arc::from(base.id.as_str());
-    persist.current_step = base.step;
-    persist.checkpoint_forced(graph, &state, &next, &planner, Source::Update).await?;
+    persist.current_step = base.step + 1;
+    persist.put_checkpoint(graph, &state, &next, &planner, Source::Update, true).await?;
     Ok(persist.current.to_string())
 }
 
