@@ -224,6 +224,14 @@ pub enum GraphError {
     /// The stream of a run was dropped, so the run stopped.
     #[error("the run's stream was dropped, so the run stopped")]
     StreamClosed,
+    /// `update_state` could not act as asked.
+    #[error("thread `{thread}`: the state was not updated: {reason}")]
+    UpdateState {
+        /// The thread.
+        thread: String,
+        /// What was wrong.
+        reason: String,
+    },
     /// A thread operation was called with a config that names no thread.
     #[error("graph `{graph}`: this needs a thread; pass one with `RunConfig::thread(id)`")]
     NoThread {

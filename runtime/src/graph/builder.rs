@@ -64,12 +64,13 @@ pub struct StateGraph<S: State, C = ()> {
     store: Option<Arc<dyn Store>>,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
+    /// Node policies by node name, applied when the graph is linked.
+    policies: HashMap<String, NodePolicy>,
 }
 
 struct Entry<S: State, C> {
     name: Arc<str>,
     spec: NodeSpec<S, C>,
-    policy: NodePolicy,
 }
 
 impl<S: State> StateGraph<S, ()> {
@@ -111,6 +112,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             store: None,
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
+            policies: HashMap::new(),
         }
     }
 
@@ -139,7 +141,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     #[must_use]
     pub fn add_spec(mut self, name: impl Into<String>, spec: NodeSpec<S, C>) -> Self {
         let name: String = name.into();
-        self.nodes.push(Entry { name: name.into(), spec, policy: NodePolicy::default() });
+        self.nodes.push(Entry { name: name.into(), spec });
         self
     }
 
@@ -183,15 +185,11 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         self
     }
 
-    /// Sets the policies of node `name` (retry, timeout, defer).
+    /// Sets the policies of node `name` (retry, timeout, defer), before or after the node is
+    /// added; `compile` reports a name that names no node.
     #[must_use]
     pub fn policy(mut self, name: &str, policy: NodePolicy) -> Self {
-        if let Some(entry) = self.nodes.iter_mut().find(|e| &*e.name == name) {
-            entry.policy = policy;
-        } else {
-            // Remembered as an edge-less phantom so compile reports the unknown name.
-            self.edges.push((format!("policy:{name}"), name.to_owned()));
-        }
+        self.policies.insert(name.to_owned(), policy);
         self
     }
 
@@ -306,9 +304,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     /// Builder-only rules about edge endpoints: names the wiring rules cannot see.
     fn check_endpoints(&self, index: &HashMap<String, usize>, invalid: &mut Vec<String>) {
         for (from, to) in &self.edges {
-            if let Some(name) = from.strip_prefix("policy:") {
-                invalid.push(format!("`policy` names no node `{name}`"));
-            } else if from == END {
+            if from == END {
                 invalid.push(format!("an edge cannot start at END (edge END -> `{to}`)"));
             } else if to == START {
                 invalid.push(format!("an edge cannot lead to START (edge `{from}` -> START)"));
@@ -322,6 +318,9 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             } else if from != START && !index.contains_key(from.as_str()) {
                 invalid.push(format!("edge `{from}` -> `{to}` starts at no node named `{from}`"));
             }
+        }
+        for name in self.policies.keys().filter(|name| !index.contains_key(name.as_str())) {
+            invalid.push(format!("`policy` names no node `{name}`"));
         }
         for name in self.interrupt_before.iter().chain(&self.interrupt_after) {
             if !index.contains_key(name.as_str()) {
@@ -394,7 +393,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             if routed > 1 {
                 invalid.push(format!("node `{name}` has more than one router"));
             }
-            if entry.policy.timeout.is_some() && !entry.spec.is_async() {
+            if self.policies.get(name).is_some_and(|p| p.timeout.is_some()) && !entry.spec.is_async() {
                 invalid.push(format!(
                     "node `{name}` is sync, so a timeout could not stop it: make it `async` or drop the timeout"
                 ));
@@ -425,6 +424,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             e
         };
         let mut router_by_node: HashMap<String, Router<S>> = self.routers.into_iter().collect();
+        let mut policies = self.policies;
         let mut edges_by_node: HashMap<&str, Vec<Target>> = HashMap::new();
         for (from, to) in &self.edges {
             edges_by_node.entry(from.as_str()).or_default().push(target(to));
@@ -453,7 +453,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                     router: router.map(|r| r.pick),
                     sends: sends_by_node.remove(name).unwrap_or_default().into(),
                     joins: std::mem::take(&mut join_inputs[i]).into(),
-                    policy: entry.policy,
+                    policy: policies.remove(name).unwrap_or_default(),
                     takes: entry.spec.takes,
                     interrupt_before: self.interrupt_before.iter().any(|n| n == name),
                     interrupt_after: self.interrupt_after.iter().any(|n| n == name),

@@ -75,11 +75,12 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let graph = self.inner();
         let node = match as_node {
             None => None,
-            Some(name) => Some(graph.node_names.iter().position(|n| &**n == name).ok_or_else(|| GraphError::Resume {
-                thread: thread.to_string(),
-                reason: format!("`as_node` names no node `{name}`"),
-                pending: Vec::new(),
-            })? as u32),
+            Some(name) => {
+                Some(graph.node_names.iter().position(|n| &**n == name).ok_or_else(|| GraphError::UpdateState {
+                    thread: thread.to_string(),
+                    reason: format!("`as_node` names no node `{name}`"),
+                })? as u32)
+            }
         };
         crate::pregel::update_thread(graph, thread, cfg.checkpoint_id.as_deref(), update.into(), node).await
     }

@@ -333,15 +333,24 @@ impl Persist {
         if self.durability == Durability::Exit {
             return Ok(());
         }
-        self.encode_and_store_outputs(graph, tasks, outputs).await
+        let mut writes = self.encode_outputs(graph, tasks, outputs)?;
+        if writes.is_empty() {
+            return Ok(());
+        }
+        if tasks.len() == 1 {
+            self.held.append(&mut writes);
+            return Ok(());
+        }
+        self.store_writes(writes).await
     }
 
-    async fn encode_and_store_outputs<S: State, C>(
+    /// Encodes the writes of the step's tasks that finished and are not in the store yet.
+    fn encode_outputs<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
         tasks: &[Task],
         outputs: &[Option<NodeOutput<S>>],
-    ) -> Result<(), GraphError> {
+    ) -> Result<Vec<WriteRecord>, GraphError> {
         let mut writes = Vec::new();
         for (i, (task, output)) in tasks.iter().zip(outputs).enumerate() {
             if let (Some(output), false) = (output, self.loaded.get(i).copied().unwrap_or(false)) {
@@ -351,14 +360,7 @@ impl Persist {
             }
         }
         self.loaded.clear();
-        if writes.is_empty() {
-            return Ok(());
-        }
-        if tasks.len() == 1 {
-            self.held.append(&mut writes);
-            return Ok(());
-        }
-        self.store_writes(writes).await
+        Ok(writes)
     }
 
     /// Stores the checkpoint after a step: the next tasks, and the state when a snapshot is due.
@@ -483,8 +485,8 @@ impl Persist {
         if self.durability == Durability::Exit {
             self.put_checkpoint(graph, state, tasks, planner, Source::Loop, true).await?;
         }
-        self.encode_and_store_outputs_now(graph, tasks, outputs)?;
         let mut writes = std::mem::take(&mut self.held);
+        writes.extend(self.encode_outputs(graph, tasks, outputs)?);
         for (task, interrupt) in interrupts {
             writes.push(self.write_record(
                 *task,
@@ -496,23 +498,6 @@ impl Persist {
             self.store_writes(writes).await?;
         }
         self.drain().await
-    }
-
-    fn encode_and_store_outputs_now<S: State, C>(
-        &mut self,
-        graph: &Inner<S, C>,
-        tasks: &[Task],
-        outputs: &[Option<NodeOutput<S>>],
-    ) -> Result<(), GraphError> {
-        let mut writes = Vec::new();
-        for (i, (task, output)) in tasks.iter().zip(outputs).enumerate() {
-            if let (Some(output), false) = (output, self.loaded.get(i).copied().unwrap_or(false)) {
-                writes.push(self.write_record(i as u32, 0, record::encode_write(graph, task, output)?));
-            }
-        }
-        self.loaded.clear();
-        self.held.append(&mut writes);
-        Ok(())
     }
 
     /// Ends a run stopped between steps (the recursion limit, a rejected merge, a breakpoint):
@@ -610,13 +595,12 @@ pub(crate) async fn update_state<S: State, C>(
         Some(node) => {
             let spec = &graph.nodes[node as usize];
             if spec.router.is_none() && !spec.routes.is_empty() {
-                return Err(GraphError::Resume {
+                return Err(GraphError::UpdateState {
                     thread: thread.to_string(),
                     reason: format!(
                         "node `{}` picks its route in its body, so an update cannot act as it; name a node with static edges or a router",
                         spec.name
                     ),
-                    pending: Vec::new(),
                 });
             }
             let ran = [Task::pull(node)];
