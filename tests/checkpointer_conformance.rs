@@ -3,7 +3,8 @@
 //! (feature `postgres`) on the server at `GRAPHWRIGHT_TEST_POSTGRES`, a schema per test.
 
 use graphwright::checkpoint::{
-    CheckpointError, CheckpointRecord, Checkpointer, FORMAT_VERSION, ListFilter, Source, SqliteSaver, WriteRecord,
+    CheckpointError, CheckpointRecord, Checkpointer, Claim, FORMAT_VERSION, ListFilter, Source, SqliteSaver,
+    WriteRecord,
 };
 use graphwright::prelude::*;
 use graphwright::{Durability, MemorySaver};
@@ -33,12 +34,17 @@ fn write(thread: &str, checkpoint: &str, task: u32, body: &str) -> WriteRecord {
     }
 }
 
+async fn claim(saver: &dyn Checkpointer, thread: &str) -> Claim {
+    saver.claim(thread).await.unwrap()
+}
+
 async fn put_get_and_list(saver: &dyn Checkpointer) {
     assert_eq!(saver.get("t", None).await.unwrap(), None);
-    saver.put(record("t", "a1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
-    saver.put(record("t", "a2", Some("a1"), 0, Source::Loop), Some("a1".into()), Vec::new()).await.unwrap();
-    saver.put(record("t", "a3", Some("a2"), 1, Source::Loop), Some("a2".into()), Vec::new()).await.unwrap();
-    saver.put(record("other", "b1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
+    let (t, other) = (claim(saver, "t").await, claim(saver, "other").await);
+    saver.put(&t, record("t", "a1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
+    saver.put(&t, record("t", "a2", Some("a1"), 0, Source::Loop), Some("a1".into()), Vec::new()).await.unwrap();
+    saver.put(&t, record("t", "a3", Some("a2"), 1, Source::Loop), Some("a2".into()), Vec::new()).await.unwrap();
+    saver.put(&other, record("other", "b1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
 
     assert_eq!(saver.get("t", None).await.unwrap().unwrap(), record("t", "a3", Some("a2"), 1, Source::Loop));
     assert_eq!(saver.get("t", Some("a1")).await.unwrap().unwrap().step, -1);
@@ -53,24 +59,27 @@ async fn put_get_and_list(saver: &dyn Checkpointer) {
 }
 
 async fn put_is_a_compare_and_set_on_the_head(saver: &dyn Checkpointer) {
-    saver.put(record("c", "x1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
-    let stale = saver.put(record("c", "x2", Some("x1"), 0, Source::Loop), None, vec![write("c", "x1", 0, "{}")]).await;
+    let c = claim(saver, "c").await;
+    saver.put(&c, record("c", "x1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
+    let stale =
+        saver.put(&c, record("c", "x2", Some("x1"), 0, Source::Loop), None, vec![write("c", "x1", 0, "{}")]).await;
     assert!(
         matches!(stale, Err(CheckpointError::Conflict { ref found, .. }) if found.as_deref() == Some("x1")),
         "{stale:?}"
     );
     assert!(saver.writes("c", "x1").await.unwrap().is_empty(), "a rejected put stores none of its writes");
     saver
-        .put(record("c", "x2", Some("x1"), 0, Source::Loop), Some("x1".into()), vec![write("c", "x1", 0, "{}")])
+        .put(&c, record("c", "x2", Some("x1"), 0, Source::Loop), Some("x1".into()), vec![write("c", "x1", 0, "{}")])
         .await
         .unwrap();
     assert_eq!(saver.writes("c", "x1").await.unwrap().len(), 1, "writes go in with their checkpoint");
 }
 
 async fn writes_are_idempotent_and_ordered(saver: &dyn Checkpointer) {
-    saver.put(record("w", "k1", None, 0, Source::Loop), None, Vec::new()).await.unwrap();
-    saver.put_writes(vec![write("w", "k1", 2, "two"), write("w", "k1", 0, "zero")]).await.unwrap();
-    saver.put_writes(vec![write("w", "k1", 0, "zero again"), write("w", "k1", 1, "one")]).await.unwrap();
+    let w = claim(saver, "w").await;
+    saver.put(&w, record("w", "k1", None, 0, Source::Loop), None, Vec::new()).await.unwrap();
+    saver.put_writes(&w, vec![write("w", "k1", 2, "two"), write("w", "k1", 0, "zero")]).await.unwrap();
+    saver.put_writes(&w, vec![write("w", "k1", 0, "zero again"), write("w", "k1", 1, "one")]).await.unwrap();
     let stored: Vec<(u32, Vec<u8>)> =
         saver.writes("w", "k1").await.unwrap().into_iter().map(|w| (w.task, w.body)).collect();
     assert_eq!(stored, [(0, b"zero".to_vec()), (1, b"one".to_vec()), (2, b"two".to_vec())]);
@@ -79,7 +88,11 @@ async fn writes_are_idempotent_and_ordered(saver: &dyn Checkpointer) {
 
 async fn delete_removes_one_thread_only(saver: &dyn Checkpointer) {
     for thread in ["d1", "d2"] {
-        saver.put(record(thread, "z1", None, 0, Source::Loop), None, vec![write(thread, "z1", 0, "{}")]).await.unwrap();
+        let held = claim(saver, thread).await;
+        saver
+            .put(&held, record(thread, "z1", None, 0, Source::Loop), None, vec![write(thread, "z1", 0, "{}")])
+            .await
+            .unwrap();
     }
     saver.delete_thread("d1").await.unwrap();
     assert_eq!(saver.get("d1", None).await.unwrap(), None);
@@ -87,6 +100,35 @@ async fn delete_removes_one_thread_only(saver: &dyn Checkpointer) {
     assert!(saver.get("d2", None).await.unwrap().is_some());
     assert_eq!(saver.writes("d2", "z1").await.unwrap().len(), 1);
     saver.delete_thread("never-existed").await.unwrap();
+}
+
+/// A claim excludes every other claim of the thread until it is released; each claim's fence
+/// is larger than the one before, and a write under a stale claim is refused.
+async fn claims_exclude_and_fence(saver: &dyn Checkpointer) {
+    let first = claim(saver, "f").await;
+    let busy = saver.claim("f").await;
+    assert!(matches!(busy, Err(CheckpointError::Busy { ref thread, .. }) if thread == "f"), "{busy:?}");
+    saver.put(&first, record("f", "f1", None, -1, Source::Input), None, Vec::new()).await.unwrap();
+    saver.release(&first).await.unwrap();
+
+    let second = claim(saver, "f").await;
+    assert!(second.fence() > first.fence(), "{} after {}", second.fence(), first.fence());
+    let stale = saver.put_writes(&first, vec![write("f", "f1", 0, "late")]).await;
+    assert!(
+        matches!(stale, Err(CheckpointError::Fenced { fence, current, .. }) if fence == first.fence() && current == second.fence()),
+        "{stale:?}"
+    );
+    let stale = saver.put(&first, record("f", "f2", Some("f1"), 0, Source::Loop), Some("f1".into()), Vec::new()).await;
+    assert!(matches!(stale, Err(CheckpointError::Fenced { .. })), "{stale:?}");
+    assert!(saver.writes("f", "f1").await.unwrap().is_empty(), "nothing of the stale claim was stored");
+    saver.put_writes(&second, vec![write("f", "f1", 0, "current")]).await.unwrap();
+    assert!(matches!(saver.claim("g").await, Ok(c) if c.thread() == "g"), "other threads are free");
+
+    saver.delete_thread("f").await.unwrap();
+    let fenced = saver.put_writes(&second, vec![write("f", "f1", 1, "after delete")]).await;
+    assert!(matches!(fenced, Err(CheckpointError::Fenced { .. })), "a deleted thread fences its old claim: {fenced:?}");
+    let third = claim(saver, "f").await;
+    assert!(third.fence() > second.fence(), "fences keep growing across a delete");
 }
 
 /// Threads whose `slow` task fails once, and how often `fast` ran per thread: keyed by thread
@@ -162,7 +204,17 @@ async fn runs_on_a_thread(saver: Arc<dyn Checkpointer>, backend: &str) {
         let failing_cfg = RunConfig::thread(failing.clone()).durability(durability);
         let error = app.invoke(work::State::default(), &failing_cfg).await.unwrap_err();
         assert!(matches!(&error, GraphError::Node { node, .. } if node == "slow"), "{error}");
-        assert_eq!(app.get_state(&failing_cfg).await.unwrap().unwrap().next, ["fast", "slow"], "{durability:?}");
+        let failed = app.get_state(&failing_cfg).await.unwrap().unwrap();
+        assert_eq!(failed.next, ["slow"], "{durability:?}: only the unfinished task is next");
+        assert_eq!(failed.state.log, ["fast"], "{durability:?}: the finished sibling's saved write is shown applied");
+        assert!(failed.tasks[1].error.as_deref().is_some_and(|e| e.contains("not ready")), "{:?}", failed.tasks);
+        let pinned =
+            app.get_state(&failing_cfg.clone().checkpoint(failed.checkpoint_id.clone())).await.unwrap().unwrap();
+        assert_eq!(
+            (pinned.next, pinned.state.log),
+            (vec!["fast".to_owned(), "slow".to_owned()], Vec::new()),
+            "a pinned checkpoint is shown as stored"
+        );
         let out = app.resume(&failing_cfg, ()).await.unwrap();
         assert_eq!(out.state.log, ["fast", "slow"], "{durability:?}");
         assert_eq!(out.state.counter, 10);
@@ -200,6 +252,12 @@ macro_rules! conformance {
             async fn delete_removes_one_thread_only() {
                 let (saver, _keep) = $make;
                 super::delete_removes_one_thread_only(&*saver).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn claims_exclude_and_fence() {
+                let (saver, _keep) = $make;
+                super::claims_exclude_and_fence(&*saver).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

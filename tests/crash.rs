@@ -7,7 +7,9 @@
 
 use futures::future::BoxFuture;
 use graphwright::Durability;
-use graphwright::checkpoint::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, SqliteSaver, WriteRecord};
+use graphwright::checkpoint::{
+    CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, SqliteSaver, WriteRecord,
+};
 use graphwright::prelude::*;
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -125,14 +127,23 @@ struct Crashing {
 }
 
 impl Checkpointer for Crashing {
-    fn put(
-        &self,
+    fn claim<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Claim, CheckpointError>> {
+        self.inner.claim(thread)
+    }
+
+    fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        self.inner.release(claim)
+    }
+
+    fn put<'a>(
+        &'a self,
+        claim: &'a Claim,
         record: CheckpointRecord,
         expected: Option<String>,
         writes: Vec<WriteRecord>,
-    ) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
         Box::pin(async move {
-            self.inner.put(record, expected, writes).await?;
+            self.inner.put(claim, record, expected, writes).await?;
             if self.puts.fetch_add(1, Ordering::SeqCst) == 3 && self.point == Point::AfterCheckpoint {
                 die();
             }
@@ -140,12 +151,16 @@ impl Checkpointer for Crashing {
         })
     }
 
-    fn put_writes(&self, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    fn put_writes<'a>(
+        &'a self,
+        claim: &'a Claim,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
         Box::pin(async move {
-            self.inner.put_writes(writes).await?;
+            self.inner.put_writes(claim, writes).await?;
             let n = self.writes.fetch_add(1, Ordering::SeqCst);
             match (self.point, n) {
-                (Point::BetweenTaskWrites, 1) | (Point::BetweenWritesAndCheckpoint, 2) => die(),
+                (Point::BetweenTaskWrites, 0) | (Point::BetweenWritesAndCheckpoint, 1) => die(),
                 _ => Ok(()),
             }
         })
@@ -192,7 +207,8 @@ fn crash_child() {
     if point == Point::MidTransaction {
         sqlite = sqlite.before_commit(die_in_third_put);
     }
-    // Write counts start after the input write (1) so they name the parallel step's writes.
+    // The input is stored with its checkpoint, so the first separate writes are the parallel
+    // step's.
     let saver = Crashing { inner: sqlite, point, writes: AtomicU32::new(0), puts: AtomicU32::new(0) };
     let app = pipeline::graph().checkpointer(saver).compile().unwrap();
     let cfg = RunConfig::thread(THREAD).durability(Durability::Sync);
@@ -227,14 +243,14 @@ async fn durable_tasks(db: &Path) -> Vec<String> {
     let saver = SqliteSaver::open(db).unwrap();
     let Some(head) = saver.get(THREAD, None).await.unwrap() else { return Vec::new() };
     let app = pipeline::graph().checkpointer(saver.clone()).compile().unwrap();
-    let next = app.get_state(&RunConfig::thread(THREAD)).await.unwrap().unwrap().next;
+    let tasks = app.get_state(&RunConfig::thread(THREAD)).await.unwrap().unwrap().tasks;
     saver
         .writes(THREAD, &head.id)
         .await
         .unwrap()
         .into_iter()
-        .filter(|w| w.index == 0)
-        .map(|w| next[w.task as usize].clone())
+        .filter(|w| w.index == 0 && w.task != u32::MAX)
+        .map(|w| tasks[w.task as usize].node.clone())
         .collect()
 }
 

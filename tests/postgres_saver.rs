@@ -91,19 +91,49 @@ fn write(thread: &str, checkpoint: &str, body: &str) -> WriteRecord {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_savers_racing_on_one_thread_one_wins_the_other_conflicts() {
+async fn two_savers_racing_for_one_thread_one_claims_it_and_the_other_is_refused() {
     let schema = Schema::new();
     let (left, right) = (schema.saver().await, schema.saver().await);
-    left.put(record("race", "s000", None, -1), None, Vec::new()).await.unwrap();
+    let mut head: Option<String> = None;
+    let mut fences = Vec::new();
+    for step in 0..20 {
+        let (a, b) = tokio::join!(left.claim("race"), right.claim("race"));
+        let (winner, loser, claim) = match (a, b) {
+            (Ok(claim), Err(CheckpointError::Busy { .. })) => (&left, &right, claim),
+            (Err(CheckpointError::Busy { .. }), Ok(claim)) => (&right, &left, claim),
+            other => panic!("round {step}: exactly one saver must hold the thread, got {other:?}"),
+        };
+        let id = format!("s{step:03}");
+        let refused = loser.put(&claim, record("race", &id, head.as_deref(), step), head.clone(), Vec::new()).await;
+        assert!(matches!(refused, Err(CheckpointError::Fenced { .. })), "a claim is its owner's alone: {refused:?}");
+        winner.put(&claim, record("race", &id, head.as_deref(), step), head.clone(), Vec::new()).await.unwrap();
+        fences.push(claim.fence());
+        winner.release(&claim).await.unwrap();
+        head = Some(id);
+    }
+    assert!(fences.windows(2).all(|f| f[0] < f[1]), "fences grow with every claim: {fences:?}");
+    let stored = left.list("race", &ListFilter::default()).await.unwrap();
+    assert_eq!(stored.len(), 20);
+    assert!(
+        stored.windows(2).all(|pair| pair[0].parent_id.as_deref() == Some(pair[1].id.as_str())),
+        "one unbroken chain"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_racing_under_one_claim_are_a_compare_and_set() {
+    let schema = Schema::new();
+    let saver = schema.saver().await;
+    let claim = saver.claim("cas").await.unwrap();
+    saver.put(&claim, record("cas", "s000", None, -1), None, Vec::new()).await.unwrap();
     let mut head = "s000".to_owned();
     for step in 1..=20 {
-        // Both extend the same head, each with its own checkpoint and a write for the head's task.
         let (a, b) = (format!("s{step:03}a"), format!("s{step:03}b"));
-        let (left_result, right_result) = tokio::join!(
-            left.put(record("race", &a, Some(&head), step), Some(head.clone()), vec![write("race", &head, &a)]),
-            right.put(record("race", &b, Some(&head), step), Some(head.clone()), vec![write("race", &head, &b)]),
+        let (left, right) = tokio::join!(
+            saver.put(&claim, record("cas", &a, Some(&head), step), Some(head.clone()), vec![write("cas", &head, &a)]),
+            saver.put(&claim, record("cas", &b, Some(&head), step), Some(head.clone()), vec![write("cas", &head, &b)]),
         );
-        let winner = match (left_result, right_result) {
+        let winner = match (left, right) {
             (Ok(()), Err(CheckpointError::Conflict { found, .. })) => {
                 assert_eq!(found.as_deref(), Some(a.as_str()), "the loser sees the winner's checkpoint as the head");
                 a
@@ -114,17 +144,34 @@ async fn two_savers_racing_on_one_thread_one_wins_the_other_conflicts() {
             }
             other => panic!("step {step}: exactly one put must win, got {other:?}"),
         };
-        let writes = right.writes("race", &head).await.unwrap();
+        let writes = saver.writes("cas", &head).await.unwrap();
         assert_eq!(writes.len(), 1, "the loser's write went nowhere");
         assert_eq!(writes[0].body, winner.as_bytes(), "the write stored is the winner's");
         head = winner;
     }
-    let stored = left.list("race", &ListFilter::default()).await.unwrap();
-    assert_eq!(stored.len(), 21, "one checkpoint per step, and the first");
-    assert!(
-        stored.windows(2).all(|pair| pair[0].parent_id.as_deref() == Some(pair[1].id.as_str())),
-        "one unbroken chain"
-    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_of_a_saver_that_went_away_is_taken_over() {
+    let schema = Schema::new();
+    let (first, second) = (schema.saver().await, schema.saver().await);
+    let held = first.claim("gone").await.unwrap();
+    assert!(matches!(second.claim("gone").await, Err(CheckpointError::Busy { .. })), "its owner is alive");
+    drop(first);
+    // The server frees the owner's lock when its connection closes; that takes a moment.
+    let mut taken = None;
+    for _ in 0..100 {
+        match second.claim("gone").await {
+            Ok(claim) => {
+                taken = Some(claim);
+                break;
+            }
+            Err(CheckpointError::Busy { .. }) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            Err(other) => panic!("{other}"),
+        }
+    }
+    let taken = taken.expect("the claim of a saver that is gone can be taken over");
+    assert!(taken.fence() > held.fence());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,7 +181,8 @@ async fn migrations_run_once_when_savers_start_at_once() {
     let savers = futures::future::join_all((0..4).map(|_| PostgresSaver::connect(&url))).await;
     assert!(savers.iter().all(Result::is_ok), "{savers:?}");
     let again = schema.saver().await;
-    again.put(record("m", "m1", None, 0), None, Vec::new()).await.unwrap();
+    let claim = again.claim("m").await.unwrap();
+    again.put(&claim, record("m", "m1", None, 0), None, Vec::new()).await.unwrap();
 
     let raw = schema.raw().await;
     let versions: Vec<i32> = raw
@@ -144,7 +192,7 @@ async fn migrations_run_once_when_savers_start_at_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1], "each migration recorded once");
+    assert_eq!(versions, [1, 2], "each migration recorded once");
 
     raw.batch_execute("INSERT INTO graphwright_migrations (version) VALUES (99)").await.unwrap();
     let newer = PostgresSaver::connect(&schema.url()).await.unwrap_err();
@@ -170,16 +218,20 @@ async fn foreign_rows_are_typed_errors_naming_the_field() {
     let raw = schema.raw().await;
     raw.batch_execute(
         "ALTER TABLE graphwright_checkpoints ALTER COLUMN body DROP NOT NULL;
+         ALTER TABLE graphwright_checkpoints ALTER COLUMN format DROP NOT NULL;
+         ALTER TABLE graphwright_writes ALTER COLUMN format DROP NOT NULL;
          INSERT INTO graphwright_checkpoints (thread_id, id, parent_id, step, source, created_at_ms, format, body) VALUES
              ('source', 'c1', NULL, 0, 'telepathy', 0, 1, '\\x7b7d'),
              ('format', 'c1', NULL, 0, 'loop', 0, -1, '\\x7b7d'),
              ('clock', 'c1', NULL, 0, 'loop', -5, 1, '\\x7b7d'),
              ('body', 'c1', NULL, 0, 'loop', 0, 1, NULL),
              ('later', 'c1', NULL, 0, 'loop', 0, 1, '\\x7b7d'),
-             ('later', 'c2', 'c1', 1, 'loop', 0, 70000, '\\x7b7d');
+             ('later', 'c2', 'c1', 1, 'loop', 0, 70000, '\\x7b7d'),
+             ('nullformat', 'c1', NULL, 0, 'loop', 0, NULL, '\\x7b7d');
          INSERT INTO graphwright_writes (thread_id, checkpoint_id, task, idx, format, body) VALUES
              ('writes', 'c1', -1, 0, 1, '\\x7b7d'),
-             ('writes', 'c2', 3, 0, 99999, '\\x7b7d');",
+             ('writes', 'c2', 3, 0, 99999, '\\x7b7d'),
+             ('writes', 'c3', 1, 0, NULL, '\\x7b7d');",
     )
     .await
     .unwrap();
@@ -189,6 +241,7 @@ async fn foreign_rows_are_typed_errors_naming_the_field() {
         ("format", "format", "-1 is out of range"),
         ("clock", "created_at_ms", "-5 is out of range"),
         ("body", "body", "is NULL"),
+        ("nullformat", "format", "is NULL"),
     ] {
         let error = field_of(saver.get(thread, Some("c1")).await);
         assert_eq!(error, (thread.to_owned(), "c1".to_owned(), field.to_owned(), reason.to_owned()));
@@ -207,6 +260,18 @@ async fn foreign_rows_are_typed_errors_naming_the_field() {
     assert_eq!(field, "writes[-1].task");
     let (_, checkpoint, field, _) = field_of(saver.writes("writes", "c2").await);
     assert_eq!((checkpoint.as_str(), field.as_str()), ("c2", "writes[3].format"));
+    let (_, checkpoint, field, reason) = field_of(saver.writes("writes", "c3").await);
+    assert_eq!((checkpoint.as_str(), field.as_str(), reason.as_str()), ("c3", "writes[1].format", "is NULL"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_say_what_the_server_said() {
+    let schema = Schema::new();
+    let saver = schema.saver().await;
+    let error = saver.claim("nul\u{0}byte").await.unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("invalid byte sequence for encoding \"UTF8\": 0x00"), "{text}");
+    assert!(text.contains("22021"), "the SQLSTATE is shown: {text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

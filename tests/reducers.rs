@@ -325,36 +325,59 @@ async fn two_overwrites_of_a_reducer_field_in_one_step_are_an_invalid_update() {
     );
 }
 
-/// One `Overwrite` among plain reducer writes of the same step is not a conflict.
+/// One `Overwrite` among plain reducer writes of the same step wins the step, as in LangGraph:
+/// the step's plain writes of that field are dropped, whatever the task order.
 #[graph]
 mod one_overwrite {
     use super::*;
 
     #[state]
     pub struct State {
+        #[reducer(append)]
+        pub items: Vec<String>,
         #[reducer(add)]
         pub total: u32,
     }
 
-    #[node(entry, next = [a, b])]
+    #[node(entry, next = [b, c])]
     fn fan(_state: &State) -> StateUpdate {
-        StateUpdate::new().total(100)
+        StateUpdate::new().items(vec!["a".into()]).total(100)
     }
 
-    #[node(next = END)]
-    fn a(_state: &State) -> StateUpdate {
-        StateUpdate::new().total(Overwrite(1))
-    }
-
-    #[node(next = END)]
+    #[node(next = d)]
     fn b(_state: &State) -> StateUpdate {
-        StateUpdate::new().total(2)
+        StateUpdate::new().items(Overwrite(vec!["b".into()])).total(2)
+    }
+
+    #[node(next = d)]
+    fn c(_state: &State) -> StateUpdate {
+        StateUpdate::new().items(vec!["c".into()]).total(Overwrite(1))
+    }
+
+    #[node(next = END)]
+    fn d(_state: &State) -> StateUpdate {
+        StateUpdate::new().items(vec!["d".into()])
     }
 }
 
 #[tokio::test]
-async fn one_overwrite_and_reducer_writes_in_one_step_fold_in_task_order() {
+async fn an_overwrite_wins_its_step_over_the_reducer_writes_beside_it() {
     let app = one_overwrite::graph().compile().unwrap();
     let out = app.invoke(one_overwrite::State::default(), &RunConfig::default()).await.unwrap();
-    assert_eq!(out.state.total, 3, "`a` replaces 100 with 1, then `b` adds 2");
+    assert_eq!(out.state.items, ["b", "d"], "`b`'s overwrite drops `c`'s append of the same step; `d` appends after");
+    assert_eq!(out.state.total, 1, "`c`'s overwrite drops `b`'s earlier add of the same step");
+}
+
+#[tokio::test]
+async fn a_state_rebuilt_from_stored_writes_folds_an_overwrite_the_same_way() {
+    let app = one_overwrite::graph().compile().unwrap();
+    let cfg = RunConfig::thread("rebuilt").durability(graphwright::Durability::Sync);
+    let out = app.invoke(one_overwrite::State::default(), &cfg).await.unwrap();
+    for snapshot in app.state_history(&cfg).await.unwrap() {
+        if snapshot.next == ["d"] {
+            assert_eq!(snapshot.state.items, ["b"], "the checkpoint after the step, rebuilt from its writes");
+            assert_eq!(snapshot.state.total, 1);
+        }
+    }
+    assert_eq!(app.get_state(&cfg).await.unwrap().unwrap().state.items, out.state.items);
 }

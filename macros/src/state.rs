@@ -139,6 +139,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
     });
     let field_docs = names.iter().map(|n| format!("The write of `{n}`, if this update writes it."));
     let folds = def.fields.iter().map(fold);
+    let step_folds = def.fields.iter().map(fold_step);
     let last_value = def.fields.iter().map(|f| matches!(f.reducer, Reducer::LastValue));
     let update_doc =
         format!("A partial update of [`{name}`]: each field the node writes, folded in with that field's reducer.");
@@ -158,7 +159,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         #[doc = #update_doc]
         #[derive(::core::clone::Clone, ::core::fmt::Debug, ::core::default::Default,
                  #p::serde::Serialize, #p::serde::Deserialize)]
-        #[serde(crate = "::graphwright::__private::serde", default)]
+        #[serde(crate = "::graphwright::__private::serde", deny_unknown_fields)]
         #definition
 
         impl #update {
@@ -193,6 +194,10 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
                 #(#folds)*
             }
 
+            fn apply_step(&mut self, updates: &mut [&mut #update]) {
+                #(#step_folds)*
+            }
+
             fn conflict(updates: &[&#update]) -> #p::Option<#p::Conflict> {
                 #(
                     if let #p::Option::Some(conflict) = #p::conflict(
@@ -218,17 +223,25 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
     }
 }
 
-/// Folds one field's write: expands to
-/// `if let Some(w) = update.f.take() { match w { Reduce(v) => <reducer>, Overwrite(v) => self.f = v } }`.
-/// The reducer call carries the field type's span, so a reducer that cannot fold the type is
-/// reported under the type the user wrote.
-fn fold(field: &Field) -> TokenStream {
+/// Folds one field's writes of a whole step: expands to
+/// `fold_step(&mut self.f, updates, |u| &mut u.f, |current, value| <reducer>)`.
+fn fold_step(field: &Field) -> TokenStream {
     let p = private();
     let f = &field.ident;
+    let reduce = reduce_into(field, &quote!(*current));
+    quote! {
+        #p::fold_step(&mut self.#f, updates, |u| &mut u.#f, |current, value| { #reduce; });
+    }
+}
+
+/// The call that folds `value` into `target` with the field's reducer. It carries the field
+/// type's span, so a reducer that cannot fold the type is reported under the type the user wrote.
+fn reduce_into(field: &Field, target: &TokenStream) -> TokenStream {
+    let p = private();
     let ty = &field.ty;
     let span = ty.span();
-    let reduce = match &field.reducer {
-        Reducer::LastValue => quote!(self.#f = value),
+    match &field.reducer {
+        Reducer::LastValue => quote!(#target = value),
         Reducer::Named(name) => {
             let (tr, method) = match *name {
                 "add" => (quote!(AddReducer), quote!(reduce)),
@@ -239,10 +252,20 @@ fn fold(field: &Field) -> TokenStream {
                 "max" => (quote!(OrdReducer), quote!(max)),
                 _ => (quote!(OrdReducer), quote!(min)),
             };
-            quote_spanned!(span=> <#ty as #p::#tr>::#method(&mut self.#f, value))
+            quote_spanned!(span=> <#ty as #p::#tr>::#method(&mut #target, value))
         }
-        Reducer::With(path) => quote_spanned!(path.span()=> #path(&mut self.#f, value)),
-    };
+        Reducer::With(path) => quote_spanned!(path.span()=> #path(&mut #target, value)),
+    }
+}
+
+/// Folds one field's write: expands to
+/// `if let Some(w) = update.f.take() { match w { Reduce(v) => <reducer>, Overwrite(v) => self.f = v } }`.
+/// The reducer call carries the field type's span, so a reducer that cannot fold the type is
+/// reported under the type the user wrote.
+fn fold(field: &Field) -> TokenStream {
+    let p = private();
+    let f = &field.ident;
+    let reduce = reduce_into(field, &quote!(self.#f));
     quote! {
         if let #p::Option::Some(write) = update.#f.take() {
             match write {
@@ -254,8 +277,11 @@ fn fold(field: &Field) -> TokenStream {
 }
 
 /// The struct with `Clone, Debug, Default, Serialize, Deserialize` derived, skipping any the
-/// user already derives, and `#[serde(default)]` so older checkpoints without a new field load.
-/// The attributes go after the user's, so a `#[serde]` helper never precedes its derive.
+/// user already derives, and `#[serde(deny_unknown_fields)]`: a stored state must hold exactly
+/// the struct's fields, so a record of another shape is an error, never a state quietly filled
+/// with defaults (a field added later can opt in with its own `#[serde(default)]`). A struct
+/// with a `#[serde(flatten)]` field keeps serde's default, which `deny_unknown_fields` does not
+/// support. The attributes go after the user's, so a `#[serde]` helper never precedes its derive.
 fn with_derives(item: &ItemStruct) -> TokenStream {
     let p = private();
     let present: Vec<String> = item
@@ -282,8 +308,34 @@ fn with_derives(item: &ItemStruct) -> TokenStream {
     if !derives.is_empty() {
         item.attrs.push(syn::parse_quote!(#[derive(#(#derives),*)]));
     }
-    item.attrs.push(syn::parse_quote!(#[serde(crate = "::graphwright::__private::serde", default)]));
+    item.attrs.push(syn::parse_quote!(#[serde(crate = "::graphwright::__private::serde")]));
+    if !serde_word(&item.attrs, "deny_unknown_fields") && !has_flatten(&item) {
+        item.attrs.push(syn::parse_quote!(#[serde(deny_unknown_fields)]));
+    }
     quote!(#item)
+}
+
+/// Whether one of `attrs` is a `#[serde(..)]` naming `word`.
+fn serde_word(attrs: &[Attribute], word: &str) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
+        let mut found = false;
+        let _ = a.parse_nested_meta(|meta| {
+            found |= meta.path.is_ident(word);
+            // Skip a value (`rename = ".."`) so that parsing goes on to the next item.
+            if meta.input.peek(syn::Token![=]) {
+                meta.value()?.parse::<syn::Expr>()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                meta.parse_nested_meta(|_| Ok(()))?;
+            }
+            Ok(())
+        });
+        found
+    })
+}
+
+/// Whether a field of the struct is `#[serde(flatten)]`.
+fn has_flatten(item: &ItemStruct) -> bool {
+    item.fields.iter().any(|f| serde_word(&f.attrs, "flatten"))
 }
 
 fn unraw(ident: &Ident) -> String {

@@ -246,6 +246,30 @@ pub enum GraphError {
         /// Why there is nothing to resume.
         reason: &'static str,
     },
+    /// A value of the run cannot be stored in a checkpoint (nested too deeply, say); the step
+    /// that produced it failed, and nothing of the value was stored.
+    #[error(
+        "{what} cannot be stored in a checkpoint{}: {reason}; the step failed and stored nothing of it",
+        if field.is_empty() { String::new() } else { format!(" (at `{field}`)") }
+    )]
+    Unstorable {
+        /// What held the value ("the update of node `x`", "the state", "the run's input"...).
+        what: String,
+        /// Where in it the value sits (`messages[3].content`), or empty.
+        field: String,
+        /// Why it cannot be stored.
+        reason: String,
+    },
+    /// A command's `goto` names a node that cannot be run that way.
+    #[error("`goto` names `{node}` in graph `{graph}`: {reason}")]
+    Goto {
+        /// The graph.
+        graph: String,
+        /// The name given.
+        node: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The checkpoint store failed or held unreadable data.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),

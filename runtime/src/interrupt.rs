@@ -71,3 +71,44 @@ impl From<()> for Resume {
         Self::Continue
     }
 }
+
+impl From<bool> for Resume {
+    fn from(value: bool) -> Self {
+        Self::Value(Value::Bool(value))
+    }
+}
+
+impl From<&str> for Resume {
+    fn from(value: &str) -> Self {
+        Self::Value(Value::String(value.to_owned()))
+    }
+}
+
+impl From<String> for Resume {
+    fn from(value: String) -> Self {
+        Self::Value(Value::String(value))
+    }
+}
+
+macro_rules! resume_from_number {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Resume {
+            fn from(value: $t) -> Self {
+                Self::Value(Value::from(value))
+            }
+        }
+    )*};
+}
+
+resume_from_number!(i32, i64, u32, u64, f64);
+
+impl Resume {
+    /// The answer to the one pending interrupt, from any serializable value (what
+    /// [`Runtime::interrupt`](crate::Runtime::interrupt) will decode it into).
+    ///
+    /// # Errors
+    /// When `value` cannot be represented as JSON (a map with non-string keys, say).
+    pub fn value(value: impl serde::Serialize) -> Result<Self, serde_json::Error> {
+        serde_json::to_value(value).map(Self::Value)
+    }
+}

@@ -66,6 +66,7 @@
 extern crate self as graphwright;
 
 pub mod checkpoint;
+pub mod command;
 pub mod config;
 pub mod error;
 pub mod graph;
@@ -83,9 +84,10 @@ pub mod stream;
 pub mod tool;
 
 pub use checkpoint::{Checkpointer, MemorySaver};
+pub use command::{IntoRunInput, RunCommand, RunInput};
 pub use config::{Durability, RunConfig};
 pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
-pub use graph::{CompiledGraph, DEFAULT_RECURSION_LIMIT, NodeSpec, RunOutput, StateGraph, StateSnapshot};
+pub use graph::{CompiledGraph, DEFAULT_RECURSION_LIMIT, NodeSpec, PendingTask, RunOutput, StateGraph, StateSnapshot};
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;
 #[doc = include_str!("../docs/node.md")]
@@ -112,8 +114,9 @@ pub struct ReadmeDoctests;
 /// What a graph module needs in one import.
 pub mod prelude {
     pub use crate::{
-        BuildError, Command, CompiledGraph, END, GraphError, Message, NodeError, NodePolicy, Overwrite, RetryPolicy,
-        Role, Route, RunConfig, Runtime, START, State, StateGraph, StreamMode, Update, graph, node, state,
+        BuildError, Command, CompiledGraph, END, GraphError, Message, NodeError, NodePolicy, Overwrite, Resume,
+        RetryPolicy, Role, Route, RunCommand, RunConfig, Runtime, START, State, StateGraph, StreamMode, Update, graph,
+        node, state,
     };
     pub use crate::{Tool, ToolCall, ToolNode, ToolRuntime, tool, tools, tools_condition};
 }
@@ -126,7 +129,7 @@ pub mod __private {
         BranchReturn, MultiSendReturn, NodeOutput, Payload, Route, SendPayload, SendReturn, SendRoute, UpdateReturn,
     };
     pub use crate::reducer::{AddReducer, AppendReducer, MergeReducer, MessagesReducer, OrdReducer, UnionReducer};
-    pub use crate::state::{Conflict, State, Update, Write};
+    pub use crate::state::{Conflict, State, Update, Write, fold_step};
     pub use crate::tool::support::{
         DefaultJson, NoDefaultJson, ParamSpec, ToolArgs, ToolFailure, ToolParameter, ToolReturn, ToolSchema,
         param_spec, tool_result, tool_return,

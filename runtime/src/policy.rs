@@ -88,7 +88,9 @@ impl fmt::Debug for RetryPolicy {
 /// Policies of one node.
 #[derive(Clone, Debug, Default)]
 pub struct NodePolicy {
-    pub(crate) retry: Option<RetryPolicy>,
+    /// Tried in order: the first whose `retry_on` accepts an error decides whether (and after
+    /// how long) the node is tried again. Attempts are counted across all of them.
+    pub(crate) retry: Vec<RetryPolicy>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) defer: bool,
 }
@@ -100,11 +102,29 @@ impl NodePolicy {
         Self::default()
     }
 
-    /// Retry failures under `policy`.
+    /// Retry failures under `policy`. Several policies may be given, one call each: for each
+    /// failure the first whose [`RetryPolicy::retry_on`] accepts the error applies (its attempt
+    /// limit and backoff), as LangGraph's list of retry policies; attempts are counted across
+    /// all of them. An error no policy accepts fails the node at once.
+    ///
+    /// ```
+    /// use graphwright::{NodeError, NodePolicy, RetryPolicy};
+    ///
+    /// let policy = NodePolicy::new()
+    ///     .retry(RetryPolicy::new(5).retry_on(|e| e.to_string().contains("rate limit")))
+    ///     .retry(RetryPolicy::new(2));
+    /// # let _ = policy;
+    /// ```
     #[must_use]
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
+        self.retry.push(policy);
         self
+    }
+
+    /// The retry policy that applies to `error` after `attempt` failed attempts, if the node is
+    /// to be tried again.
+    pub(crate) fn retry_after(&self, error: &NodeError, attempt: u32) -> Option<&RetryPolicy> {
+        self.retry.iter().find(|p| (p.retry_on)(error)).filter(|p| attempt < p.max_attempts)
     }
 
     /// Fail an attempt that runs longer than `limit`. Only async nodes can be stopped mid-way,

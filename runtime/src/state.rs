@@ -25,6 +25,11 @@ pub trait State: Clone + Debug + Default + Serialize + DeserializeOwned + Send +
     /// left empty): the executor folds updates where they are, without moving them.
     fn apply_mut(&mut self, update: &mut Self::Update);
 
+    /// Folds the updates of one super-step, in task order, each field with its reducer; a field
+    /// that one of them [`Overwrite`]s takes that value, and the step's other writes of the field
+    /// are dropped (LangGraph's rule: the overwrite wins its step). The updates are left empty.
+    fn apply_step(&mut self, updates: &mut [&mut Self::Update]);
+
     /// The first field that the updates of one super-step may not all write: a last-value field
     /// written twice, or any field given two [`Overwrite`]s. Indices point into `updates`.
     fn conflict(updates: &[&Self::Update]) -> Option<Conflict>;
@@ -98,11 +103,48 @@ impl<T> From<Overwrite<T>> for Write<T> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Overwrite<T>(pub T);
 
+/// Folds one field's writes of a super-step into `field` (what `#[state]` generates for
+/// [`State::apply_step`]): the step's [`Overwrite`] of the field, if it has one, replaces the
+/// value and the other writes are dropped; otherwise each write goes through `reduce`, in task
+/// order. Every write is taken out of its update.
+#[doc(hidden)]
+pub fn fold_step<T, U>(
+    field: &mut T,
+    updates: &mut [&mut U],
+    write_of: impl Fn(&mut U) -> &mut Option<Write<T>>,
+    reduce: impl Fn(&mut T, T),
+) {
+    let overwritten = updates.iter_mut().any(|u| write_of(u).as_ref().is_some_and(Write::is_overwrite));
+    for update in updates.iter_mut() {
+        match write_of(update).take() {
+            Some(Write::Overwrite(value)) => *field = value,
+            Some(Write::Reduce(value)) if !overwritten => reduce(field, value),
+            Some(Write::Reduce(_)) | None => {}
+        }
+    }
+}
+
+/// The key that marks an overwrite in the human-readable (JSON) form of an update.
 const OVERWRITE_KEY: &str = "$overwrite";
+
+/// Tags of the binary (stored) form, where a write is the pair `[tag, value]`: unlike the
+/// JSON form, no user value can be mistaken for a marker, and a write of `None` stays a write.
+const REDUCE_TAG: u8 = 0;
+const OVERWRITE_TAG: u8 = 1;
 
 impl<T: Serialize> Serialize for Write<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
+        use serde::ser::{SerializeMap, SerializeTuple};
+        if !serializer.is_human_readable() {
+            let (tag, value) = match self {
+                Self::Reduce(value) => (REDUCE_TAG, value),
+                Self::Overwrite(value) => (OVERWRITE_TAG, value),
+            };
+            let mut pair = serializer.serialize_tuple(2)?;
+            pair.serialize_element(&tag)?;
+            pair.serialize_element(value)?;
+            return pair.end();
+        }
         match self {
             Self::Reduce(value) => value.serialize(serializer),
             Self::Overwrite(value) => {
@@ -128,10 +170,38 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Write<T> {
             Overwrite(Wrapped<T>),
             Reduce(T),
         }
+        if !deserializer.is_human_readable() {
+            return deserializer.deserialize_tuple(2, PairVisitor(std::marker::PhantomData));
+        }
         Ok(match Either::deserialize(deserializer)? {
             Either::Overwrite(Wrapped { value }) => Self::Overwrite(value),
             Either::Reduce(value) => Self::Reduce(value),
         })
+    }
+}
+
+/// Reads the binary form `[tag, value]`.
+struct PairVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for PairVisitor<T> {
+    type Value = Write<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a write: a pair of a tag (0 reduce, 1 overwrite) and a value")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Write<T>, A::Error> {
+        use serde::de::Error;
+        let tag: u8 = seq.next_element()?.ok_or_else(|| A::Error::invalid_length(0, &self))?;
+        let value: T = seq.next_element()?.ok_or_else(|| A::Error::invalid_length(1, &self))?;
+        if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+            return Err(A::Error::invalid_length(3, &self));
+        }
+        match tag {
+            REDUCE_TAG => Ok(Write::Reduce(value)),
+            OVERWRITE_TAG => Ok(Write::Overwrite(value)),
+            other => Err(A::Error::custom(format!("unknown write tag {other}"))),
+        }
     }
 }
 

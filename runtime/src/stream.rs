@@ -28,13 +28,14 @@ use tokio::task::JoinHandle;
 pub enum StreamMode {
     /// The whole state after each step.
     Values = 1,
-    /// Each task's update, per node, after each step.
+    /// Each task's update, as soon as the task finishes (so in the order tasks finish; the
+    /// merge into the state stays in task order).
     Updates = 2,
     /// Token deltas written with [`Runtime::message_delta`](crate::Runtime::message_delta).
     Messages = 4,
     /// Anything nodes write with [`Runtime::write`](crate::Runtime::write).
     Custom = 8,
-    /// Task start and finish, with errors and interrupts.
+    /// Task start and finish, with each task's update, error or interrupt.
     Tasks = 16,
     /// Each stored checkpoint.
     Checkpoints = 32,
@@ -123,7 +124,8 @@ pub enum EventKind<S: State> {
         /// The task's index in its step.
         task: u32,
     },
-    /// `tasks`: a task finished: `error` holds its error, `interrupted` whether it paused.
+    /// `tasks`: a task finished, sent as soon as it did: `result` holds its update, `error` its
+    /// error, `interrupted` whether it paused.
     TaskFinished {
         /// The node.
         node: String,
@@ -133,6 +135,8 @@ pub enum EventKind<S: State> {
         error: Option<String>,
         /// Whether the task paused with an interrupt.
         interrupted: bool,
+        /// What the task wrote, if it finished.
+        result: Option<S::Update>,
     },
     /// `checkpoints`: a checkpoint was stored (or queued, under async durability).
     Checkpoint {
@@ -188,12 +192,13 @@ impl<S: State> fmt::Debug for EventKind<S> {
             Self::TaskStarted { node, task } => {
                 f.debug_struct("TaskStarted").field("node", node).field("task", task).finish()
             }
-            Self::TaskFinished { node, task, error, interrupted } => f
+            Self::TaskFinished { node, task, error, interrupted, result } => f
                 .debug_struct("TaskFinished")
                 .field("node", node)
                 .field("task", task)
                 .field("error", error)
                 .field("interrupted", interrupted)
+                .field("result", result)
                 .finish(),
             Self::Checkpoint { id, step, source } => {
                 f.debug_struct("Checkpoint").field("id", id).field("step", step).field("source", source).finish()

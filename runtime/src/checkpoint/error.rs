@@ -19,6 +19,30 @@ pub enum CheckpointError {
         /// The head the store holds.
         found: Option<String>,
     },
+    /// Another run holds the thread.
+    #[error(
+        "thread `{thread}` is held by another run{}: wait for it to finish, or use another thread id",
+        holder.as_deref().map(|h| format!(" ({h})")).unwrap_or_default()
+    )]
+    Busy {
+        /// The thread.
+        thread: String,
+        /// Who holds it, when the backend knows.
+        holder: Option<String>,
+    },
+    /// This run's claim on the thread is no longer current: another run took the thread over.
+    #[error(
+        "thread `{thread}` was taken over by another run (claim {current} replaced this run's claim {fence}), \
+         so this run's writes were refused; its work since its last stored checkpoint is lost"
+    )]
+    Fenced {
+        /// The thread.
+        thread: String,
+        /// This run's fence.
+        fence: u64,
+        /// The thread's current fence.
+        current: u64,
+    },
     /// A stored record did not decode.
     #[error(
         "checkpoint {checkpoint} of thread `{thread}` is unreadable at `{field}`: {reason}; \

@@ -1,6 +1,6 @@
 //! The in-process checkpointer.
 
-use super::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, WriteRecord};
+use super::{CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, WriteRecord};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::collections::{BTreeMap, HashMap};
@@ -11,6 +11,8 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 pub struct MemorySaver {
     threads: Mutex<HashMap<String, Thread>>,
+    /// Claims by thread: whether one is held, and the latest fence.
+    claims: Mutex<HashMap<String, (bool, u64)>>,
 }
 
 #[derive(Debug, Default)]
@@ -35,15 +37,61 @@ impl MemorySaver {
             .map_err(|_| CheckpointError::backend("locked the in-memory store", "a run panicked while holding it"))?;
         Ok(f(&mut threads))
     }
+
+    fn with_claims<T>(&self, f: impl FnOnce(&mut HashMap<String, (bool, u64)>) -> T) -> Result<T, CheckpointError> {
+        let mut claims = self.claims.lock().map_err(|_| {
+            CheckpointError::backend("locked the in-memory claims", "a run panicked while holding them")
+        })?;
+        Ok(f(&mut claims))
+    }
+
+    /// Fails unless `claim` is the thread's current claim.
+    fn check(&self, claim: &Claim) -> Result<(), CheckpointError> {
+        let current = self.with_claims(|claims| claims.get(claim.thread()).map_or((false, 0), |c| *c))?;
+        match current {
+            (true, fence) if fence == claim.fence() => Ok(()),
+            (_, fence) => {
+                Err(CheckpointError::Fenced { thread: claim.thread().to_owned(), fence: claim.fence(), current: fence })
+            }
+        }
+    }
 }
 
 impl Checkpointer for MemorySaver {
-    fn put(
-        &self,
+    fn claim<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Claim, CheckpointError>> {
+        let result = self.with_claims(|claims| {
+            let (held, fence) = claims.entry(thread.to_owned()).or_insert((false, 0));
+            if *held {
+                return Err(CheckpointError::Busy { thread: thread.to_owned(), holder: None });
+            }
+            *held = true;
+            *fence += 1;
+            Ok(Claim::new(thread, *fence))
+        });
+        async move { result? }.boxed()
+    }
+
+    fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        let result = self.with_claims(|claims| {
+            if let Some((held, fence)) = claims.get_mut(claim.thread())
+                && *fence == claim.fence()
+            {
+                *held = false;
+            }
+        });
+        async move { result }.boxed()
+    }
+
+    fn put<'a>(
+        &'a self,
+        claim: &'a Claim,
         record: CheckpointRecord,
         expected_head: Option<String>,
         writes: Vec<WriteRecord>,
-    ) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        if let Err(error) = self.check(claim) {
+            return async move { Err(error) }.boxed();
+        }
         let result = self.with_threads(|threads| {
             let thread = threads.entry(record.thread_id.clone()).or_default();
             let head = thread.checkpoints.keys().next_back().cloned();
@@ -64,7 +112,14 @@ impl Checkpointer for MemorySaver {
         async move { result? }.boxed()
     }
 
-    fn put_writes(&self, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    fn put_writes<'a>(
+        &'a self,
+        claim: &'a Claim,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        if let Err(error) = self.check(claim) {
+            return async move { Err(error) }.boxed();
+        }
         let result = self.with_threads(|threads| {
             for write in writes {
                 let thread = threads.entry(write.thread_id.clone()).or_default();
@@ -126,6 +181,15 @@ impl Checkpointer for MemorySaver {
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>> {
         let result = self.with_threads(|threads| {
             threads.remove(thread);
+        });
+        // The claim's fence grows, so a run still writing to the thread is fenced off.
+        let result = result.and_then(|()| {
+            self.with_claims(|claims| {
+                if let Some((held, fence)) = claims.get_mut(thread) {
+                    *held = false;
+                    *fence += 1;
+                }
+            })
         });
         async move { result }.boxed()
     }

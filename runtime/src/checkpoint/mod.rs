@@ -34,8 +34,38 @@ pub use sqlite::SqliteSaver;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-/// The version of the stored record layout; bumped on any incompatible change.
-pub const FORMAT_VERSION: u16 = 1;
+/// The version of the stored record layout; bumped on any incompatible change. Version 2:
+/// `MessagePack` bodies sealed with an integrity check.
+pub const FORMAT_VERSION: u16 = 2;
+
+/// A run's hold on a thread, from [`Checkpointer::claim`]: every write of the run carries it,
+/// and a backend refuses writes whose claim is no longer the thread's current one.
+///
+/// The fence is a number that grows with every claim of the thread; a run that lost its claim
+/// (its process was thought dead, and another took the thread over) holds a smaller fence than
+/// the thread's, so its late writes are refused instead of mixing with the new holder's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    thread: std::sync::Arc<str>,
+    fence: u64,
+}
+
+impl Claim {
+    /// A claim of `thread` with fence `fence` (backends create these).
+    pub fn new(thread: impl Into<std::sync::Arc<str>>, fence: u64) -> Self {
+        Self { thread: thread.into(), fence }
+    }
+
+    /// The thread held.
+    pub fn thread(&self) -> &str {
+        &self.thread
+    }
+
+    /// The fencing token: larger than that of any earlier claim of the thread.
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+}
 
 /// Why a checkpoint was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -143,21 +173,49 @@ pub enum BatchOp {
 
 /// A store of checkpoints. Implementations must be safe to share between runs and threads.
 ///
-/// `put` is a compare-and-set on the thread's head: it succeeds only when `expected_head` is
-/// the id of the thread's newest checkpoint (or `None` for a thread with none), so two runs
-/// that raced on one thread cannot both extend it, even from different processes.
+/// A run first [`claim`](Checkpointer::claim)s its thread: while the claim is held, no other
+/// run (in this process or, for shared backends, in any other) can claim it, so two runs never
+/// interleave on one thread; the loser of a race gets [`CheckpointError::Busy`] before it has
+/// run anything. Every write carries the claim, and backends refuse writes whose fence is not
+/// the thread's current one ([`CheckpointError::Fenced`]).
+///
+/// `put` is also a compare-and-set on the thread's head: it succeeds only when `expected_head`
+/// is the id of the thread's newest checkpoint (or `None` for a thread with none).
 pub trait Checkpointer: Send + Sync + 'static {
+    /// Claims `thread` for one run. Fails with [`CheckpointError::Busy`] while another claim on
+    /// it is held by a live run.
+    ///
+    /// The default grants every claim with fence 0 and excludes nothing: a backend shared by
+    /// several processes should override it (the executor still refuses a second run on one
+    /// thread within one compiled graph).
+    fn claim<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Claim, CheckpointError>> {
+        Box::pin(async move { Ok(Claim::new(thread, 0)) })
+    }
+
+    /// Gives a claim back, so the thread can be claimed again.
+    fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        let _ = claim;
+        Box::pin(async { Ok(()) })
+    }
+
     /// Stores `record`, and `writes` with it in the same transaction, if the thread's newest
-    /// checkpoint is still `expected_head`; stores nothing otherwise.
-    fn put(
-        &self,
+    /// checkpoint is still `expected_head` and `claim` is the thread's current claim; stores
+    /// nothing otherwise.
+    fn put<'a>(
+        &'a self,
+        claim: &'a Claim,
         record: CheckpointRecord,
         expected_head: Option<String>,
         writes: Vec<WriteRecord>,
-    ) -> BoxFuture<'_, Result<(), CheckpointError>>;
+    ) -> BoxFuture<'a, Result<(), CheckpointError>>;
 
-    /// Stores writes of finished tasks; a write already stored under the same key is kept as it was.
-    fn put_writes(&self, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>>;
+    /// Stores writes of finished tasks if `claim` is current; a write already stored under the
+    /// same key is kept as it was.
+    fn put_writes<'a>(
+        &'a self,
+        claim: &'a Claim,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>>;
 
     /// The checkpoint `id` of `thread`, or its newest when `id` is `None`.
     fn get<'a>(
@@ -186,12 +244,14 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// Applies `ops` in order. Backends with transactions override this to apply them in one
     /// (all or nothing), so a run under `Durability::Async` pays one commit for several steps.
     /// The default applies them one by one and stops at the first error.
-    fn put_batch(&self, ops: Vec<BatchOp>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    fn put_batch<'a>(&'a self, claim: &'a Claim, ops: Vec<BatchOp>) -> BoxFuture<'a, Result<(), CheckpointError>> {
         Box::pin(async move {
             for op in ops {
                 match op {
-                    BatchOp::Writes(writes) => self.put_writes(writes).await?,
-                    BatchOp::Put { record, expected_head, writes } => self.put(record, expected_head, writes).await?,
+                    BatchOp::Writes(writes) => self.put_writes(claim, writes).await?,
+                    BatchOp::Put { record, expected_head, writes } => {
+                        self.put(claim, record, expected_head, writes).await?;
+                    }
                 }
             }
             Ok(())

@@ -1,9 +1,12 @@
 //! The PostgreSQL checkpointer: many processes sharing threads through one database.
 
-use super::{CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, WriteRecord};
+use super::{BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, Source, WriteRecord};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Transaction};
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
 use tokio_postgres::types::FromSqlOwned;
 use tokio_postgres::{NoTls, Row};
 
@@ -13,9 +16,10 @@ use tokio_postgres::{NoTls, Row};
 /// Ids are compared byte by byte (`COLLATE "C"`), as the other backends compare them, whatever
 /// the database's locale. The primary key `(thread_id, id)` is also the index for newest-first
 /// listing and for the head (PostgreSQL scans a B-tree backwards), so there is no second one.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    r#"
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        r#"
 CREATE TABLE graphwright_checkpoints (
     thread_id text COLLATE "C" NOT NULL,
     id text COLLATE "C" NOT NULL,
@@ -37,13 +41,32 @@ CREATE TABLE graphwright_writes (
     PRIMARY KEY (thread_id, checkpoint_id, task, idx)
 );
 "#,
-)];
+    ),
+    (
+        2,
+        r#"
+CREATE TABLE graphwright_claims (
+    thread_id text COLLATE "C" PRIMARY KEY,
+    owner integer NOT NULL,
+    fence bigint NOT NULL
+);
+"#,
+    ),
+];
 
 /// First keys of the two-key advisory locks this saver takes; the second key is a hash of the
 /// schema (migrations) or of the thread id (puts and deletes). Two-key locks live in a key
 /// space of their own, apart from the one-key locks applications usually take.
 const MIGRATION_LOCK: i32 = 0x4757_0001;
 const THREAD_LOCK: i32 = 0x4757_0002;
+/// Held (session-level) by each live saver on a connection of its own, keyed by its owner id:
+/// the server releases it when that connection or its process dies.
+const OWNER_LOCK: i32 = 0x4757_0003;
+
+const CLAIM_OF: &str = "SELECT owner, fence FROM graphwright_claims WHERE thread_id = $1";
+const CLAIM_SHARED: &str = "SELECT owner, fence FROM graphwright_claims WHERE thread_id = $1 FOR SHARE";
+const SET_CLAIM: &str = "INSERT INTO graphwright_claims (thread_id, owner, fence) VALUES ($1, $2, $3) \
+     ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, fence = excluded.fence";
 
 const LOCK_THREAD: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
 const HEAD: &str = "SELECT max(id) FROM graphwright_checkpoints WHERE thread_id = $1";
@@ -104,11 +127,21 @@ const SELECT_CHECKPOINT: &str =
 #[derive(Clone)]
 pub struct PostgresSaver {
     pool: Pool,
+    owner: Arc<Owner>,
+}
+
+/// This saver's identity in the claims table: a number whose lock it holds on a connection of
+/// its own while it lives, and the threads it holds now.
+struct Owner {
+    /// The owner id and the connection that holds its lock, once the first claim needed them.
+    alive: tokio::sync::Mutex<Option<(i32, deadpool_postgres::ClientWrapper)>>,
+    /// Threads this saver holds now, with the fence of each claim (0 while being claimed).
+    held: Mutex<HashMap<String, u64>>,
 }
 
 impl std::fmt::Debug for PostgresSaver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresSaver").field("pool", &self.pool.status()).finish()
+        f.debug_struct("PostgresSaver").field("pool", &self.pool.status()).finish_non_exhaustive()
     }
 }
 
@@ -130,9 +163,79 @@ impl PostgresSaver {
     /// Uses a pool built elsewhere (with TLS, a size or timeouts of its own), and brings the
     /// schema its connections see up to date.
     pub async fn from_pool(pool: Pool) -> Result<Self, CheckpointError> {
-        let saver = Self { pool };
+        let owner = Arc::new(Owner { alive: tokio::sync::Mutex::new(None), held: Mutex::new(HashMap::new()) });
+        let saver = Self { pool, owner };
         saver.migrate().await?;
         Ok(saver)
+    }
+
+    /// This saver's owner id, taking its liveness lock on a connection of its own the first
+    /// time. An id another live saver holds is skipped.
+    async fn owner_id(&self) -> Result<i32, CheckpointError> {
+        let op = "took this saver's liveness lock";
+        let mut alive = self.owner.alive.lock().await;
+        if let Some((id, client)) = &*alive
+            && !client.is_closed()
+        {
+            return Ok(*id);
+        }
+        let client = deadpool_postgres::Object::take(self.client(op).await?);
+        for _ in 0..16 {
+            let id = i32::try_from(uuid::Uuid::new_v4().as_u128() as u32 >> 1).unwrap_or(1);
+            if id == 0 {
+                continue;
+            }
+            let locked: bool = client
+                .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&OWNER_LOCK, &id])
+                .await
+                .and_then(|r| r.try_get(0))
+                .map_err(pg(op))?;
+            if locked {
+                *alive = Some((id, client));
+                return Ok(id);
+            }
+        }
+        Err(CheckpointError::backend(op, "every owner id tried is held by another saver"))
+    }
+
+    /// Claims `thread` in the claims table, under the thread's lock: free, held by this saver
+    /// earlier, or held by an owner whose liveness lock is gone.
+    async fn claim_in_store(&self, thread: &str) -> Result<Claim, CheckpointError> {
+        let op = &format!("claimed thread `{thread}`");
+        let owner = self.owner_id().await?;
+        let mut client = self.client(op).await?;
+        let tx = client.transaction().await.map_err(pg(op))?;
+        tx.execute(LOCK_THREAD, &[&THREAD_LOCK, &thread]).await.map_err(pg(op))?;
+        let row = tx.query_opt(CLAIM_OF, &[&thread]).await.map_err(pg(op))?;
+        let fence: i64 = match row {
+            None => 1,
+            Some(row) => {
+                let holder: i32 = row.try_get(0).map_err(pg(op))?;
+                let fence: i64 = row.try_get(1).map_err(pg(op))?;
+                if holder != 0 && holder != owner {
+                    // The owner's lock can be taken only if no live session holds it.
+                    let gone: bool = tx
+                        .query_one("SELECT pg_try_advisory_xact_lock($1, $2)", &[&OWNER_LOCK, &holder])
+                        .await
+                        .and_then(|r| r.try_get(0))
+                        .map_err(pg(op))?;
+                    if !gone {
+                        return Err(CheckpointError::Busy {
+                            thread: thread.to_owned(),
+                            holder: Some("a live process".to_owned()),
+                        });
+                    }
+                }
+                fence + 1
+            }
+        };
+        tx.execute(SET_CLAIM, &[&thread, &owner, &fence]).await.map_err(pg(op))?;
+        tx.commit().await.map_err(pg(op))?;
+        Ok(Claim::new(thread, u64::try_from(fence).unwrap_or(0)))
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
+        self.owner.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Applies the migrations the schema lacks, in one transaction under an advisory lock.
@@ -177,7 +280,63 @@ impl PostgresSaver {
 }
 
 fn pg(operation: &str) -> impl Fn(tokio_postgres::Error) -> CheckpointError + '_ {
-    move |e| CheckpointError::backend(operation.to_owned(), e)
+    move |e| CheckpointError::backend(operation.to_owned(), DbError::from(e))
+}
+
+/// A PostgreSQL error whose text carries the server's reason (tokio-postgres's own says only
+/// "db error" and keeps the reason in its source).
+#[derive(Debug)]
+struct DbError {
+    text: String,
+    source: tokio_postgres::Error,
+}
+
+impl From<tokio_postgres::Error> for DbError {
+    fn from(source: tokio_postgres::Error) -> Self {
+        let text = match source.as_db_error() {
+            Some(db) => {
+                let mut text = format!("{} {}: {}", db.severity(), db.code().code(), db.message());
+                if let Some(detail) = db.detail() {
+                    let _ = write!(text, " ({detail})");
+                }
+                if let Some(hint) = db.hint() {
+                    let _ = write!(text, "; hint: {hint}");
+                }
+                text
+            }
+            None => match std::error::Error::source(&source) {
+                Some(cause) => format!("{source}: {cause}"),
+                None => source.to_string(),
+            },
+        };
+        Self { text, source }
+    }
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for DbError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Fails unless `claim` is the thread's current claim and `owner` holds it (`row` is the
+/// thread's claim row).
+fn check_claim(claim: &Claim, owner: i32, row: Option<&Row>) -> Result<(), CheckpointError> {
+    let held = row.map(|r| (r.try_get::<_, i32>(0).unwrap_or(0), r.try_get::<_, i64>(1).unwrap_or(0)));
+    match held {
+        Some((holder, fence)) if holder == owner && u64::try_from(fence).ok() == Some(claim.fence()) => Ok(()),
+        other => Err(CheckpointError::Fenced {
+            thread: claim.thread().to_owned(),
+            fence: claim.fence(),
+            current: other.map_or(0, |(_, fence)| u64::try_from(fence).unwrap_or(0)),
+        }),
+    }
 }
 
 /// Inserts `writes` in one statement; a write already stored under its key is kept.
@@ -193,6 +352,45 @@ async fn insert_writes(tx: &Transaction<'_>, writes: &[WriteRecord]) -> Result<(
     let bodies: Vec<&[u8]> = writes.iter().map(|w| w.body.as_slice()).collect();
     let insert = tx.prepare_cached(INSERT_WRITES).await?;
     tx.execute(&insert, &[&threads, &checkpoints, &tasks, &indices, &formats, &bodies]).await?;
+    Ok(())
+}
+
+/// Inserts a checkpoint and its writes if the thread's head is still `expected_head` (the
+/// thread's lock is held).
+async fn put_in(
+    tx: &Transaction<'_>,
+    op: &str,
+    record: CheckpointRecord,
+    expected_head: Option<String>,
+    writes: &[WriteRecord],
+) -> Result<(), CheckpointError> {
+    // A statement of its own: under READ COMMITTED it sees what the lock's last holder committed.
+    let head: Option<String> =
+        tx.query_one(HEAD, &[&record.thread_id]).await.and_then(|r| r.try_get(0)).map_err(pg(op))?;
+    if head != expected_head {
+        // Dropping the transaction rolls it back and releases the lock.
+        return Err(CheckpointError::Conflict { thread: record.thread_id, expected: expected_head, found: head });
+    }
+    let created_at_ms = i64::try_from(record.created_at_ms).unwrap_or(i64::MAX);
+    let insert_checkpoint = async {
+        let insert = tx.prepare_cached(INSERT_CHECKPOINT).await?;
+        tx.execute(
+            &insert,
+            &[
+                &record.thread_id,
+                &record.id,
+                &record.parent_id,
+                &record.step,
+                &record.source.as_str(),
+                &created_at_ms,
+                &i32::from(record.format),
+                &record.body,
+            ],
+        )
+        .await
+    };
+    // Both statements go out before either answer comes back (the client pipelines them).
+    futures::try_join!(insert_checkpoint, insert_writes(tx, writes)).map_err(pg(op))?;
     Ok(())
 }
 
@@ -268,58 +466,102 @@ fn write_row(thread: &str, checkpoint: &str, row: &Row) -> Result<WriteRecord, C
 }
 
 impl Checkpointer for PostgresSaver {
-    fn put(
-        &self,
+    fn claim<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Claim, CheckpointError>> {
+        async move {
+            {
+                let mut held = self.held();
+                if held.contains_key(thread) {
+                    return Err(CheckpointError::Busy {
+                        thread: thread.to_owned(),
+                        holder: Some("a run of this process".to_owned()),
+                    });
+                }
+                held.insert(thread.to_owned(), 0);
+            }
+            let result = self.claim_in_store(thread).await;
+            match &result {
+                Ok(claim) => self.held().insert(thread.to_owned(), claim.fence()),
+                Err(_) => self.held().remove(thread),
+            };
+            result
+        }
+        .boxed()
+    }
+
+    fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        async move {
+            {
+                let mut held = self.held();
+                if held.get(claim.thread()) == Some(&claim.fence()) {
+                    held.remove(claim.thread());
+                }
+            }
+            let op = &format!("released thread `{}`", claim.thread());
+            let Some(owner) = self.owner.alive.lock().await.as_ref().map(|(id, _)| *id) else { return Ok(()) };
+            let client = self.client(op).await?;
+            let fence = i64::try_from(claim.fence()).unwrap_or(i64::MAX);
+            client
+                .execute(
+                    "UPDATE graphwright_claims SET owner = 0 WHERE thread_id = $1 AND owner = $2 AND fence = $3",
+                    &[&claim.thread(), &owner, &fence],
+                )
+                .await
+                .map_err(pg(op))?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn put<'a>(
+        &'a self,
+        claim: &'a Claim,
         record: CheckpointRecord,
         expected_head: Option<String>,
         writes: Vec<WriteRecord>,
-    ) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        self.put_batch(claim, vec![BatchOp::Put { record, expected_head, writes }])
+    }
+
+    fn put_batch<'a>(&'a self, claim: &'a Claim, ops: Vec<BatchOp>) -> BoxFuture<'a, Result<(), CheckpointError>> {
         async move {
-            let op = &format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id);
+            let op = &match ops.as_slice() {
+                [BatchOp::Put { record, .. }] => {
+                    format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id)
+                }
+                _ => format!("stored a batch of {} checkpoint operation(s)", ops.len()),
+            };
+            let owner = self.owner_id().await?;
             let mut client = self.client(op).await?;
             let tx = client.transaction().await.map_err(pg(op))?;
-            tx.execute(LOCK_THREAD, &[&THREAD_LOCK, &record.thread_id]).await.map_err(pg(op))?;
-            // A statement of its own: under READ COMMITTED it sees what the lock's last holder committed.
-            let head: Option<String> =
-                tx.query_one(HEAD, &[&record.thread_id]).await.and_then(|r| r.try_get(0)).map_err(pg(op))?;
-            if head != expected_head {
-                // Dropping the transaction rolls it back and releases the lock.
-                return Err(CheckpointError::Conflict {
-                    thread: record.thread_id,
-                    expected: expected_head,
-                    found: head,
-                });
+            // The thread's lock serializes puts (the head's compare-and-set) and claims.
+            tx.execute(LOCK_THREAD, &[&THREAD_LOCK, &claim.thread()]).await.map_err(pg(op))?;
+            check_claim(claim, owner, tx.query_opt(CLAIM_OF, &[&claim.thread()]).await.map_err(pg(op))?.as_ref())?;
+            for batch_op in ops {
+                match batch_op {
+                    BatchOp::Writes(writes) => insert_writes(&tx, &writes).await.map_err(pg(op))?,
+                    BatchOp::Put { record, expected_head, writes } => {
+                        put_in(&tx, op, record, expected_head, &writes).await?;
+                    }
+                }
             }
-            let created_at_ms = i64::try_from(record.created_at_ms).unwrap_or(i64::MAX);
-            let insert_checkpoint = async {
-                let insert = tx.prepare_cached(INSERT_CHECKPOINT).await?;
-                tx.execute(
-                    &insert,
-                    &[
-                        &record.thread_id,
-                        &record.id,
-                        &record.parent_id,
-                        &record.step,
-                        &record.source.as_str(),
-                        &created_at_ms,
-                        &i32::from(record.format),
-                        &record.body,
-                    ],
-                )
-                .await
-            };
-            // Both statements go out before either answer comes back (the client pipelines them).
-            futures::try_join!(insert_checkpoint, insert_writes(&tx, &writes)).map_err(pg(op))?;
             tx.commit().await.map_err(pg(op))
         }
         .boxed()
     }
 
-    fn put_writes(&self, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    fn put_writes<'a>(
+        &'a self,
+        claim: &'a Claim,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
         async move {
             let op = &format!("stored {} task write(s)", writes.len());
+            let owner = self.owner_id().await?;
             let mut client = self.client(op).await?;
             let tx = client.transaction().await.map_err(pg(op))?;
+            // A row lock: a takeover of the claim waits until these writes are in.
+            let row = tx.query_opt(CLAIM_SHARED, &[&claim.thread()]).await.map_err(pg(op))?;
+            check_claim(claim, owner, row.as_ref())?;
             insert_writes(&tx, &writes).await.map_err(pg(op))?;
             tx.commit().await.map_err(pg(op))
         }
@@ -403,7 +645,13 @@ impl Checkpointer for PostgresSaver {
             tx.execute(LOCK_THREAD, &[&THREAD_LOCK, &thread]).await.map_err(pg(op))?;
             tx.execute("DELETE FROM graphwright_writes WHERE thread_id = $1", &[&thread]).await.map_err(pg(op))?;
             tx.execute("DELETE FROM graphwright_checkpoints WHERE thread_id = $1", &[&thread]).await.map_err(pg(op))?;
-            tx.commit().await.map_err(pg(op))
+            // The claim row stays, so fences keep growing; a run still writing is fenced off.
+            tx.execute("UPDATE graphwright_claims SET owner = 0, fence = fence + 1 WHERE thread_id = $1", &[&thread])
+                .await
+                .map_err(pg(op))?;
+            tx.commit().await.map_err(pg(op))?;
+            self.held().remove(thread);
+            Ok(())
         }
         .boxed()
     }

@@ -1,12 +1,12 @@
 //! The dynamic builder.
 
 use super::DEFAULT_RECURSION_LIMIT;
-use super::compiled::{CompiledGraph, CompiledNode, Inner, JoinSpec, Router, Target};
+use super::compiled::{CompiledGraph, CompiledNode, Inner, JoinSpec, LinkedRouter, Router, Start, StartSendFn, Target};
 use super::into_node::{IntoNode, IntoPayloadNode};
-use super::node_spec::{NodeSpec, Shape};
+use super::node_spec::{NodeSpec, PayloadType, Shape};
 use crate::checkpoint::{Checkpointer, MemorySaver};
 use crate::error::BuildError;
-use crate::node::{END, Route, START};
+use crate::node::{END, Route, START, SendPayload};
 use crate::policy::NodePolicy;
 use crate::state::State;
 use crate::store::Store;
@@ -57,6 +57,8 @@ pub struct StateGraph<S: State, C = ()> {
     edges: Vec<(String, String)>,
     sends: Vec<(String, String)>,
     routers: Vec<(String, Router<S>)>,
+    /// Sends from START: target, payload type, and the function that makes the payloads.
+    start_sends: Vec<(String, PayloadType, StartSendFn<S>)>,
     joins: Vec<(Vec<String>, String)>,
     recursion_limit: u64,
     default_context: Option<fn() -> C>,
@@ -105,6 +107,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             edges: Vec::new(),
             sends: Vec::new(),
             routers: Vec::new(),
+            start_sends: Vec::new(),
             joins: Vec::new(),
             recursion_limit: DEFAULT_RECURSION_LIMIT,
             default_context: default,
@@ -161,7 +164,9 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     }
 
     /// A router: after each step in which `from` ran, `router` reads the new state and picks
-    /// where the run goes.
+    /// where the run goes. `from` may be [`START`]: a conditional entry, whose router reads the
+    /// state after the run's input. A node's static edges, its routers and the routes it returns
+    /// all lead somewhere: every one of them is followed.
     #[must_use]
     pub fn add_router<R, F>(mut self, from: impl Into<String>, router: F) -> Self
     where
@@ -170,6 +175,48 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     {
         let router = Router { targets: R::TARGETS, pick: Arc::new(move |state: &S| router(state).index()) };
         self.routers.push((from.into(), router));
+        self
+    }
+
+    /// Sends from START (LangGraph's conditional entry returning `Send`s): `sends` reads the
+    /// state after the run's input, and each payload it returns runs `to` once, in the first
+    /// step, beside the graph's other entries.
+    ///
+    /// ```
+    /// use graphwright::prelude::*;
+    ///
+    /// #[state]
+    /// struct Batch {
+    ///     items: Vec<u32>,
+    ///     #[reducer(add)]
+    ///     total: u32,
+    /// }
+    ///
+    /// fn square(item: &u32) -> BatchUpdate {
+    ///     BatchUpdate::new().total(item * item)
+    /// }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let app = StateGraph::<Batch>::new()
+    ///     .add_payload_node("square", square)
+    ///     .add_start_send("square", |batch: &Batch| batch.items.clone())
+    ///     .add_edge("square", END)
+    ///     .compile()?;
+    /// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let out = rt.block_on(app.invoke(Batch { items: vec![1, 2, 3], total: 0 }, &RunConfig::default()))?;
+    /// assert_eq!(out.state.total, 14);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn add_start_send<P, F>(mut self, to: impl Into<String>, sends: F) -> Self
+    where
+        P: SendPayload,
+        F: Fn(&S) -> Vec<P> + Send + Sync + 'static,
+    {
+        let make: StartSendFn<S> = Arc::new(move |state: &S| {
+            sends(state).into_iter().map(|p| Box::new(p) as Box<dyn std::any::Any + Send + Sync>).collect()
+        });
+        self.start_sends.push((to.into(), PayloadType::of::<P>(), make));
         self
     }
 
@@ -282,8 +329,19 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             }
         }
         for (from, router) in &self.routers {
-            if let Some(i) = position(from) {
+            if from == START {
+                for target in router.targets {
+                    if let Some(i) = position(target) {
+                        nodes[i].entry = true;
+                    }
+                }
+            } else if let Some(i) = position(from) {
                 nodes[i].next.extend(router.targets.iter().copied());
+            }
+        }
+        for (to, _, _) in &self.start_sends {
+            if let Some(i) = position(to) {
+                nodes[i].entry = true;
             }
         }
         for (from, to) in &self.sends {
@@ -327,10 +385,32 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                 invalid.push(format!("a breakpoint names no node `{name}`"));
             }
         }
-        let sources = self.sends.iter().map(|(f, _)| f).chain(self.routers.iter().map(|(f, _)| f));
+        let routers = self.routers.iter().map(|(f, _)| f).filter(|f| *f != START);
+        let sources = self.sends.iter().map(|(f, _)| f).chain(routers);
         for from in sources.chain(self.joins.iter().flat_map(|(s, _)| s)) {
             if !index.contains_key(from.as_str()) {
                 invalid.push(format!("no node named `{from}` to start an edge from"));
+            }
+        }
+        for (_, router) in self.routers.iter().filter(|(f, _)| f == START) {
+            if router.targets.contains(&END) {
+                invalid.push("a router from START must lead to nodes, not to END".to_owned());
+            }
+            for target in router.targets.iter().filter(|t| **t != END && !index.contains_key(**t)) {
+                let near = graphwright_wiring::closest(target, self.nodes.iter().map(|e| &*e.name));
+                let hint = near.map(|n| format!("; did you mean `{n}`?")).unwrap_or_default();
+                invalid.push(format!("the router from START leads to no node named `{target}`{hint}"));
+            }
+        }
+        for (to, payload, _) in &self.start_sends {
+            match index.get(to.as_str()).map(|&i| self.nodes[i].spec.takes) {
+                None => invalid.push(format!("`add_start_send` sends to no node named `{to}`")),
+                Some(takes) if takes != Some(*payload) => invalid.push(format!(
+                    "START sends `{}` to `{to}`, which does not take it as its payload \
+                     (add `{to}` with `add_payload_node` and a `&{}` parameter)",
+                    payload.name, payload.name
+                )),
+                Some(_) => {}
             }
         }
     }
@@ -338,10 +418,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     /// Builder-only rules that the macro leaves to rustc's type checks.
     fn check_shapes(&self, index: &HashMap<String, usize>, invalid: &mut Vec<String>) {
         // Every list indexed by node once, so the checks stay linear in the graph's size.
-        let mut statics: HashSet<&str> = HashSet::new();
         let mut pulled: HashSet<&str> = HashSet::new();
-        for (from, to) in &self.edges {
-            statics.insert(from);
+        for (_, to) in &self.edges {
             pulled.insert(to);
         }
         pulled.extend(self.joins.iter().map(|(_, t)| t.as_str()));
@@ -350,9 +428,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                 pulled.extend(targets.iter().copied());
             }
         }
-        let mut routers: HashMap<&str, usize> = HashMap::new();
-        for (from, router) in &self.routers {
-            *routers.entry(from).or_default() += 1;
+        for (_, router) in &self.routers {
             pulled.extend(router.targets.iter().copied());
         }
         let mut sends: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -361,12 +437,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         }
         for entry in &self.nodes {
             let name = &*entry.name;
-            let routed = routers.get(name).copied().unwrap_or(0);
             let sends = sends.get(name).map_or(&[][..], Vec::as_slice);
             match &entry.spec.shape {
-                Shape::Branch { route, .. } if statics.contains(name) || routed > 0 => invalid.push(format!(
-                    "node `{name}` returns routes of `{route}`, so it cannot also have a static edge or a router"
-                )),
                 Shape::Send { payloads } => {
                     if sends.len() != payloads.len() {
                         invalid.push(format!(
@@ -389,9 +461,6 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                 _ if !sends.is_empty() => invalid
                     .push(format!("node `{name}` has a Send edge but returns no payloads: make it return `Vec<P>`")),
                 _ => {}
-            }
-            if routed > 1 {
-                invalid.push(format!("node `{name}` has more than one router"));
             }
             if self.policies.get(name).is_some_and(|p| p.timeout.is_some()) && !entry.spec.is_async() {
                 invalid.push(format!(
@@ -423,7 +492,19 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             e.dedup();
             e
         };
-        let mut router_by_node: HashMap<String, Router<S>> = self.routers.into_iter().collect();
+        let link_router = |router: Router<S>| LinkedRouter {
+            pick: router.pick,
+            targets: router.targets.iter().map(|t| target(t)).collect(),
+        };
+        let mut routers_by_node: HashMap<String, Vec<LinkedRouter<S>>> = HashMap::new();
+        for (from, router) in self.routers {
+            routers_by_node.entry(from).or_default().push(link_router(router));
+        }
+        let start = Start {
+            entries,
+            routers: routers_by_node.remove(START).unwrap_or_default().into(),
+            sends: self.start_sends.into_iter().map(|(to, _, make)| (make, index[to.as_str()] as u32)).collect(),
+        };
         let mut policies = self.policies;
         let mut edges_by_node: HashMap<&str, Vec<Target>> = HashMap::new();
         for (from, to) in &self.edges {
@@ -439,18 +520,16 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             .enumerate()
             .map(|(i, entry)| {
                 let name = &*entry.name;
-                let router = router_by_node.remove(name);
-                let route_targets = match (&entry.spec.shape, &router) {
-                    (Shape::Branch { targets, .. }, _) => targets.iter().map(|t| target(t)).collect(),
-                    (_, Some(r)) => r.targets.iter().map(|t| target(t)).collect(),
+                let routes = match &entry.spec.shape {
+                    Shape::Branch { targets, .. } => targets.iter().map(|t| target(t)).collect(),
                     _ => Box::default(),
                 };
                 CompiledNode {
                     name: entry.name.clone(),
                     action: entry.spec.action,
                     edges: edges_by_node.remove(name).unwrap_or_default().into(),
-                    routes: route_targets,
-                    router: router.map(|r| r.pick),
+                    routes,
+                    routers: routers_by_node.remove(name).unwrap_or_default().into(),
                     sends: sends_by_node.remove(name).unwrap_or_default().into(),
                     joins: std::mem::take(&mut join_inputs[i]).into(),
                     policy: policies.remove(name).unwrap_or_default(),
@@ -460,11 +539,13 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                 }
             })
             .collect();
+        let node_names: Arc<[Arc<str>]> = nodes.iter().map(|n| n.name.clone()).collect();
         CompiledGraph::new(Inner {
             name: self.name,
-            node_names: nodes.iter().map(|n| n.name.clone()).collect(),
+            node_index: node_names.iter().enumerate().map(|(i, n)| (Arc::clone(n), i as u32)).collect(),
+            node_names,
             nodes,
-            entries,
+            start,
             joins,
             recursion_limit: self.recursion_limit,
             default_context: self.default_context,

@@ -2,13 +2,14 @@
 
 use super::node_spec::{Action, PayloadType};
 use crate::checkpoint::Checkpointer;
+use crate::command::{IntoRunInput, RunCommand, RunInput};
 use crate::config::RunConfig;
 use crate::error::GraphError;
-use crate::interrupt::{Interrupt, Resume};
+use crate::interrupt::Interrupt;
 use crate::policy::NodePolicy;
 use crate::pregel;
 use crate::runtime::RunShared;
-use crate::state::State;
+use crate::state::{State, Update};
 use crate::store::Store;
 use crate::stream::{self, EventKind, RunStream, SharedWriter, Sink, StreamModes};
 use std::collections::HashSet;
@@ -26,9 +27,29 @@ impl Target {
 
 pub(crate) type RouterFn<S> = Arc<dyn Fn(&S) -> usize + Send + Sync>;
 
+/// Payloads sent from START, for the entry's Send tasks.
+pub(crate) type StartSendFn<S> = Arc<dyn Fn(&S) -> Vec<Box<dyn std::any::Any + Send + Sync>> + Send + Sync>;
+
+/// How a run begins: static entries, a router reading the input state, Sends from START.
+pub(crate) struct Start<S> {
+    /// Nodes with an edge from START, in declaration order.
+    pub(crate) entries: Vec<u32>,
+    /// Routers from START.
+    pub(crate) routers: Box<[LinkedRouter<S>]>,
+    /// Send functions from START and the node each sends to.
+    pub(crate) sends: Vec<(StartSendFn<S>, u32)>,
+}
+
+/// A router as the builder holds it: its targets by name.
 pub(crate) struct Router<S> {
     pub(crate) targets: &'static [&'static str],
     pub(crate) pick: RouterFn<S>,
+}
+
+/// A router with its targets resolved.
+pub(crate) struct LinkedRouter<S> {
+    pub(crate) pick: RouterFn<S>,
+    pub(crate) targets: Box<[Target]>,
 }
 
 /// A join: its target runs once all `sources` have finished since it last ran.
@@ -43,9 +64,10 @@ pub(crate) struct CompiledNode<S: State, C> {
     pub(crate) action: Action<S, C>,
     /// Static edges.
     pub(crate) edges: Box<[Target]>,
-    /// Targets by route index (branching nodes and routers).
+    /// Targets by route index, for the routes the node returns (a branching node).
     pub(crate) routes: Box<[Target]>,
-    pub(crate) router: Option<RouterFn<S>>,
+    /// Routers evaluated after a step in which the node ran.
+    pub(crate) routers: Box<[LinkedRouter<S>]>,
     /// Send targets by payload target index.
     pub(crate) sends: Box<[u32]>,
     /// (join, slot) pairs this node fills when it finishes.
@@ -63,7 +85,9 @@ pub(crate) struct Inner<S: State, C> {
     pub(crate) name: String,
     pub(crate) nodes: Vec<CompiledNode<S, C>>,
     pub(crate) node_names: Arc<[Arc<str>]>,
-    pub(crate) entries: Vec<u32>,
+    /// Node indices by name.
+    pub(crate) node_index: std::collections::HashMap<Arc<str>, u32>,
+    pub(crate) start: Start<S>,
     pub(crate) joins: Vec<JoinSpec>,
     pub(crate) recursion_limit: u64,
     pub(crate) default_context: Option<fn() -> C>,
@@ -131,17 +155,25 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         self.inner.node_names.iter().map(|n| &**n)
     }
 
-    /// Runs the graph from `input` (a full state or an update, folded into the default state
-    /// with the reducers) until no task is left.
+    /// Runs the graph from `input` until no task is left.
+    ///
+    /// The input is a full state or an update, folded with the reducers into the thread's state
+    /// (or the default state, without a thread), or a [`RunCommand`] that continues the
+    /// thread, as [`resume`](Self::resume) does.
     ///
     /// Dropping the returned future cancels the run at once: every in-flight node is dropped.
-    pub async fn invoke(&self, input: impl Into<S::Update>, cfg: &RunConfig<C>) -> Result<RunOutput<S>, GraphError> {
-        self.run(input.into(), cfg, None, None).await
+    pub async fn invoke<M>(
+        &self,
+        input: impl IntoRunInput<S, M>,
+        cfg: &RunConfig<C>,
+    ) -> Result<RunOutput<S>, GraphError> {
+        self.run(input.into_run_input(), cfg, None, None).await
     }
 
     /// Runs the graph like [`invoke`](Self::invoke) on a new tokio task, and returns its
     /// events for the `modes` asked: `app.stream(input, &cfg, StreamMode::Updates |
-    /// StreamMode::Custom)`. Must be called inside a tokio runtime.
+    /// StreamMode::Custom)`. A [`RunCommand`] input streams a resumed run the same way. Must be
+    /// called inside a tokio runtime.
     ///
     /// ```
     /// use futures::StreamExt;
@@ -187,13 +219,13 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     ///     Ok(())
     /// }
     /// ```
-    pub fn stream(
+    pub fn stream<M>(
         &self,
-        input: impl Into<S::Update>,
+        input: impl IntoRunInput<S, M>,
         cfg: &RunConfig<C>,
         modes: impl Into<StreamModes>,
     ) -> RunStream<S> {
-        let (graph, cfg, input, modes) = (self.clone(), cfg.clone(), input.into(), modes.into());
+        let (graph, cfg, input, modes) = (self.clone(), cfg.clone(), input.into_run_input(), modes.into());
         let run_id = RUN_IDS.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::mpsc::channel(stream::CHANNEL);
         let task = tokio::spawn(async move {
@@ -213,7 +245,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
 
     async fn run(
         &self,
-        input: S::Update,
+        input: RunInput<S>,
         cfg: &RunConfig<C>,
         sink: Option<&Arc<Sink<S>>>,
         run_id: Option<u64>,
@@ -222,47 +254,53 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let shared = self.shared(cfg, writer, run_id)?;
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
         let sink = sink.map(|s| &**s);
-        match &cfg.thread_id {
-            None => {
+        match (&cfg.thread_id, input) {
+            (None, RunInput::Update(input)) => {
+                let wrote = !input.is_empty();
                 let mut state = S::default();
                 state.apply(input);
-                with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit, sink)).await
+                with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit, sink, wrote)).await
             }
-            Some(thread) => {
-                let run = pregel::execute_on_thread(
+            (None, RunInput::Command(_)) => Err(GraphError::NoThread { graph: self.inner.name.clone() }),
+            (Some(thread), input) => {
+                let from = match &input {
+                    RunInput::Command(_) => cfg.checkpoint_id.as_deref(),
+                    RunInput::Update(_) => None,
+                };
+                // Boxed: a run on a thread holds the persistence machinery, which would make every
+                // `invoke` future large; one allocation is nothing beside a checkpoint.
+                let run = Box::pin(pregel::execute_on_thread(
                     &self.inner,
                     input,
                     shared,
                     limit,
                     Arc::clone(thread),
                     cfg.durability,
+                    from,
                     sink,
-                );
+                ));
                 with_deadline(cfg, run).await
             }
         }
     }
 
-    /// Continues the thread of `cfg` from its last checkpoint, giving `answer` to its pending
-    /// interrupts (`()` to continue without answering, after a failure or a crash). Tasks that
-    /// had finished are not run again; paused ones run again from their start.
+    /// Continues the thread of `cfg` from its last checkpoint: answers its pending interrupts
+    /// (`()` to continue without answering, after a failure, a crash or a breakpoint), and,
+    /// given a [`RunCommand`], applies an update first and adds `goto` nodes to the tasks.
+    /// Tasks that had finished are not run again; paused ones run again from their start. A
+    /// thread whose run had finished is left as it is, and its state returned. An answer given
+    /// when no interrupt is pending (at a breakpoint) is ignored.
     ///
     /// With [`RunConfig::checkpoint`] set, continues from that older checkpoint on a new branch
-    /// (replay, or a fork after `update_state`); the old branch stays as it was.
-    pub async fn resume(&self, cfg: &RunConfig<C>, answer: impl Into<Resume>) -> Result<RunOutput<S>, GraphError> {
-        let thread = self.thread_of(cfg)?;
-        let shared = self.shared(cfg, None, None)?;
-        let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
-        let run = pregel::resume_thread(
-            &self.inner,
-            shared,
-            limit,
-            thread,
-            cfg.durability,
-            answer.into(),
-            cfg.checkpoint_id.as_deref(),
-        );
-        with_deadline(cfg, run).await
+    /// (replay: its tasks run again, and their interrupts fire again; or a fork after
+    /// `update_state`); the old branch stays as it was.
+    pub async fn resume(
+        &self,
+        cfg: &RunConfig<C>,
+        input: impl Into<RunCommand<S>>,
+    ) -> Result<RunOutput<S>, GraphError> {
+        self.thread_of(cfg)?;
+        self.run(RunInput::Command(input.into()), cfg, None, None).await
     }
 
     pub(crate) fn thread_of(&self, cfg: &RunConfig<C>) -> Result<Arc<str>, GraphError> {

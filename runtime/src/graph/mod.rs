@@ -10,7 +10,7 @@ pub use builder::StateGraph;
 pub use compiled::{CompiledGraph, RunOutput};
 pub use into_node::{AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode, marker};
 pub use node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};
-pub use threads::StateSnapshot;
+pub use threads::{PendingTask, StateSnapshot};
 
 pub(crate) use compiled::{CompiledNode, Inner, Target};
 pub(crate) use node_spec::Action;

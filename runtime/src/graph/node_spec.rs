@@ -2,6 +2,7 @@
 
 use crate::error::{GraphError, NodeError};
 use crate::node::{NodeOutput, Route, SendPayload};
+use crate::pregel::codec::{self, DecodeError, EncodeError};
 use crate::runtime::Runtime;
 use crate::state::State;
 use std::any::{Any, TypeId, type_name};
@@ -68,14 +69,21 @@ impl Shape {
     }
 }
 
+/// Reads a Send payload back from its stored form.
+type DecodePayload = fn(&[u8]) -> Result<Box<dyn Any + Send + Sync>, DecodeError>;
+
 /// A payload type, known by id so the builder can check a Send edge fits its target, with the
 /// functions a checkpoint uses to store and restore payloads of that type.
 #[derive(Clone, Copy, Debug)]
 pub struct PayloadType {
     pub(crate) id: TypeId,
     pub(crate) name: &'static str,
-    pub(crate) encode: fn(&(dyn Any + Send + Sync)) -> Result<serde_json::Value, String>,
-    pub(crate) decode: fn(serde_json::Value) -> Result<Box<dyn Any + Send + Sync>, String>,
+    /// Appends the stored form of a payload.
+    pub(crate) encode: fn(&(dyn Any + Send + Sync), &mut Vec<u8>) -> Result<(), EncodeError>,
+    /// Reads a payload back from its stored form.
+    pub(crate) decode: DecodePayload,
+    /// A payload as JSON, for the run's event log.
+    pub(crate) to_json: fn(&(dyn Any + Send + Sync)) -> Result<serde_json::Value, String>,
 }
 
 impl PayloadType {
@@ -84,14 +92,17 @@ impl PayloadType {
         Self {
             id: TypeId::of::<P>(),
             name: type_name::<P>(),
-            encode: |payload| match payload.downcast_ref::<P>() {
+            encode: |payload, out| match payload.downcast_ref::<P>() {
+                Some(payload) => codec::encode(out, payload),
+                None => Err(EncodeError {
+                    path: String::new(),
+                    reason: format!("the payload is not a `{}`", type_name::<P>()),
+                }),
+            },
+            decode: |bytes| codec::decode::<P>(bytes).map(|p| Box::new(p) as Box<dyn Any + Send + Sync>),
+            to_json: |payload| match payload.downcast_ref::<P>() {
                 Some(payload) => serde_json::to_value(payload).map_err(|e| e.to_string()),
                 None => Err(format!("the payload is not a `{}`", type_name::<P>())),
-            },
-            decode: |value| {
-                serde_json::from_value::<P>(value)
-                    .map(|p| Box::new(p) as Box<dyn Any + Send + Sync>)
-                    .map_err(|e| e.to_string())
             },
         }
     }

@@ -1,21 +1,29 @@
-//! Reading a thread's checkpoints: its current state and its history.
+//! Reading and editing a thread's checkpoints: its current state, its history, updates.
 
 use super::compiled::CompiledGraph;
-use crate::checkpoint::{CheckpointRecord, ListFilter, Source};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, ListFilter, Source};
 use crate::config::RunConfig;
 use crate::error::GraphError;
 use crate::interrupt::Interrupt;
-use crate::pregel::{load_state, pending_interrupts, record};
+use crate::node::{END, START};
+use crate::pregel::record::Body;
+use crate::pregel::{AsNode, Stored, record, state_of};
 use crate::state::State;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 
 /// A thread's state at one checkpoint.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct StateSnapshot<S> {
-    /// The state.
+pub struct StateSnapshot<S: State> {
+    /// The state. For the thread's current checkpoint, the outputs of tasks that already
+    /// finished in the pending step are applied (as LangGraph shows it).
     pub state: S,
-    /// The nodes that run next (empty when the run finished).
+    /// The nodes that run next: on the current checkpoint, those that have not finished; [`START`]
+    /// on an input checkpoint (its input is not yet applied); empty when the run finished.
     pub next: Vec<String>,
+    /// Every task of the checkpoint's next step, with how far it got.
+    pub tasks: Vec<PendingTask<S::Update>>,
     /// The checkpoint's id.
     pub checkpoint_id: String,
     /// The checkpoint it follows.
@@ -30,12 +38,64 @@ pub struct StateSnapshot<S> {
     pub interrupts: Vec<Interrupt>,
 }
 
+impl<S: State + PartialEq> PartialEq for StateSnapshot<S>
+where
+    S::Update: PartialEq,
+{
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state
+            && self.next == other.next
+            && self.tasks == other.tasks
+            && self.checkpoint_id == other.checkpoint_id
+            && self.parent_id == other.parent_id
+            && self.step == other.step
+            && self.source == other.source
+            && self.created_at_ms == other.created_at_ms
+            && self.interrupts == other.interrupts
+    }
+}
+
+/// A task of a checkpoint's next step, as a [`StateSnapshot`] shows it.
+#[derive(Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PendingTask<U> {
+    /// The node it runs ([`START`] for a run's input).
+    pub node: String,
+    /// Its position in the step.
+    pub index: u32,
+    /// What it wrote, if it finished.
+    pub result: Option<U>,
+    /// Why it failed, if its last attempt failed.
+    pub error: Option<String>,
+    /// Its interrupts still waiting for an answer.
+    pub interrupts: Vec<Interrupt>,
+}
+
+impl<U: fmt::Debug> fmt::Debug for PendingTask<U> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingTask")
+            .field("node", &self.node)
+            .field("index", &self.index)
+            .field("result", &self.result)
+            .field("error", &self.error)
+            .field("interrupts", &self.interrupts)
+            .finish()
+    }
+}
+
 impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
-    /// The thread's newest state, or `None` for a thread with no checkpoint.
+    /// The thread's newest state, or `None` for a thread with no checkpoint. With
+    /// [`RunConfig::checkpoint`] set, the state at that checkpoint instead, as it was stored
+    /// (without the outputs of tasks that finished after it).
     pub async fn get_state(&self, cfg: &RunConfig<C>) -> Result<Option<StateSnapshot<S>>, GraphError> {
         let thread = self.thread_of(cfg)?;
-        match self.inner().saver.get(&thread, None).await? {
-            Some(head) => Ok(Some(self.snapshot(&thread, head).await?)),
+        let pinned = cfg.checkpoint_id.as_deref();
+        match self.inner().saver.get(&thread, pinned).await? {
+            Some(record) => Ok(Some(self.snapshot(&thread, record, pinned.is_none()).await?)),
+            None if pinned.is_some() => Err(GraphError::NothingToResume {
+                thread: thread.to_string(),
+                reason: "it has no checkpoint with that id",
+            }),
             None => Ok(None),
         }
     }
@@ -45,66 +105,200 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         self.state_history_filtered(cfg, &ListFilter::default()).await
     }
 
-    /// The thread's checkpoints that pass `filter`, newest first.
+    /// The thread's checkpoints that pass `filter`, newest first. A checkpoint whose parent is
+    /// missing from the thread is reported as damage.
     pub async fn state_history_filtered(
         &self,
         cfg: &RunConfig<C>,
         filter: &ListFilter,
     ) -> Result<Vec<StateSnapshot<S>>, GraphError> {
         let thread = self.thread_of(cfg)?;
-        let records = self.inner().saver.list(&thread, filter).await?;
-        let mut history = Vec::with_capacity(records.len());
+        let graph = self.inner();
+        let records = graph.saver.list(&thread, filter).await?;
+        if *filter == ListFilter::default() {
+            check_parents(&thread, &records)?;
+        }
+        let mut loaded = Vec::with_capacity(records.len());
         for record in records {
-            history.push(self.snapshot(&thread, record).await?);
+            let body = record::decode_body(graph, &thread, &record)?;
+            let stored = Stored::load(graph, &thread, &record, &body).await?;
+            loaded.push((record, body, stored));
+        }
+        check_folded(&thread, &loaded)?;
+        if let (Some((head, _, stored)), true) = (loaded.first(), *filter == ListFilter::default()) {
+            stored.check_head(&thread, &head.id)?;
+        }
+        let mut history = Vec::with_capacity(loaded.len());
+        for (record, body, stored) in loaded {
+            history.push(self.snapshot_of(&thread, record, body, stored, false).await?);
         }
         Ok(history)
     }
 
     /// Writes `update` to the thread as a new checkpoint (LangGraph's `update_state`), folded
-    /// in with the reducers, and returns its id. With `as_node`, the update counts as that
-    /// node's output: its edges (or its router, on the updated state) decide what runs next.
-    /// Without, the pending tasks stay pending (their finished writes are not carried over).
-    /// With [`RunConfig::checkpoint`] set, the update starts a new branch from that checkpoint.
+    /// in with the reducers, and returns its id.
+    ///
+    /// - `as_node` `None`: the pending tasks stay pending, and interrupts waiting for an answer
+    ///   keep waiting (the next `resume` answers them); tasks that had finished run again, on
+    ///   the edited state.
+    /// - `as_node` a node: the update counts as that node's output, and its edges (or routers,
+    ///   on the updated state) decide what runs next.
+    /// - `as_node` [`END`]: the outputs of the tasks that had finished are applied, the update
+    ///   too, and nothing is left to run (pending tasks and interrupts are dropped).
+    ///
+    /// A thread with no checkpoint starts from the default state. With [`RunConfig::checkpoint`]
+    /// set, the update starts a new branch from that checkpoint, whose tasks run afresh.
     pub async fn update_state(
         &self,
         cfg: &RunConfig<C>,
         update: impl Into<S::Update>,
         as_node: Option<&str>,
     ) -> Result<String, GraphError> {
-        let thread = self.thread_of(cfg)?;
-        let graph = self.inner();
-        let node = match as_node {
-            None => None,
-            Some(name) => {
-                Some(graph.node_names.iter().position(|n| &**n == name).ok_or_else(|| GraphError::UpdateState {
-                    thread: thread.to_string(),
-                    reason: format!("`as_node` names no node `{name}`"),
-                })? as u32)
-            }
-        };
-        crate::pregel::update_thread(graph, thread, cfg.checkpoint_id.as_deref(), update.into(), node).await
+        self.bulk_update_state(cfg, vec![vec![(update.into(), as_node)]]).await
     }
 
-    async fn snapshot(&self, thread: &str, record: CheckpointRecord) -> Result<StateSnapshot<S>, GraphError> {
+    /// Applies several super-steps of updates at once (LangGraph's `bulk_update_state`): each
+    /// inner list is one super-step, whose updates are folded together as a step's task outputs
+    /// are (a last-value field written twice is an error), and becomes one checkpoint. Several
+    /// updates in one super-step each name the node they act as.
+    pub async fn bulk_update_state(
+        &self,
+        cfg: &RunConfig<C>,
+        supersteps: Vec<Vec<(S::Update, Option<&str>)>>,
+    ) -> Result<String, GraphError> {
+        let thread = self.thread_of(cfg)?;
         let graph = self.inner();
-        let at = record::At { thread, checkpoint: &record.id };
-        at.check_format(record.format, "format")?;
-        let body = record::decode_body::<S, C>(graph, &at, &record.body)?;
-        let state = match body.state {
-            Some(state) => state,
-            None => load_state(graph, thread, &record).await?,
-        };
-        let next: Vec<String> = body.next.iter().map(|t| graph.node_names[t.node as usize].to_string()).collect();
-        let interrupts = pending_interrupts(graph, thread, &record.id, next.len()).await?;
+        let mut steps = Vec::with_capacity(supersteps.len());
+        for superstep in supersteps {
+            let mut updates = Vec::with_capacity(superstep.len());
+            for (update, as_node) in superstep {
+                let as_node = match as_node {
+                    None => AsNode::Pending,
+                    Some(END) => AsNode::End,
+                    Some(name) => {
+                        AsNode::Node(graph.node_index.get(name).copied().ok_or_else(|| GraphError::UpdateState {
+                            thread: thread.to_string(),
+                            reason: format!("`as_node` names no node `{name}`"),
+                        })?)
+                    }
+                };
+                updates.push((update, as_node));
+            }
+            steps.push(updates);
+        }
+        crate::pregel::update_thread(graph, thread, cfg.checkpoint_id.as_deref(), steps).await
+    }
+
+    /// The snapshot of `record`; `current` applies the outputs of the tasks that finished.
+    async fn snapshot(
+        &self,
+        thread: &str,
+        record: CheckpointRecord,
+        current: bool,
+    ) -> Result<StateSnapshot<S>, GraphError> {
+        let graph = self.inner();
+        let body = record::decode_body(graph, thread, &record)?;
+        let stored = Stored::load(graph, thread, &record, &body).await?;
+        if current {
+            stored.check_head(thread, &record.id)?;
+        }
+        self.snapshot_of(thread, record, body, stored, current).await
+    }
+
+    async fn snapshot_of(
+        &self,
+        thread: &str,
+        record: CheckpointRecord,
+        mut body: Body<S>,
+        stored: Stored<S>,
+        current: bool,
+    ) -> Result<StateSnapshot<S>, GraphError> {
+        let graph = self.inner();
+        let next_tasks = std::mem::take(&mut body.next);
+        let input_pending = body.input_pending;
+        let mut state = state_of(graph, thread, &record, body).await?;
+        let errors = stored.errors();
+        let pending = stored.pending();
+        let mut tasks = Vec::with_capacity(next_tasks.len() + 1);
+        if input_pending {
+            tasks.push(PendingTask {
+                node: START.to_owned(),
+                index: 0,
+                result: stored.input.as_ref().map(|(input, _)| input.clone()),
+                error: None,
+                interrupts: Vec::new(),
+            });
+        }
+        for (index, task) in next_tasks.iter().enumerate() {
+            tasks.push(PendingTask {
+                node: graph.node_names[task.node as usize].to_string(),
+                index: index as u32,
+                result: stored.outputs[index].as_ref().map(|o| (*o.output.update).clone()),
+                error: errors[index].clone(),
+                interrupts: pending.iter().filter(|(t, _)| *t == index).map(|(_, i)| i.clone()).collect(),
+            });
+        }
+        let mut next: Vec<String> = tasks.iter().map(|t| t.node.clone()).collect();
+        if current && tasks.iter().any(|t| t.result.is_some()) {
+            let mut finished: Vec<S::Update> = tasks.iter().filter_map(|t| t.result.clone()).collect();
+            let refs: Vec<&S::Update> = finished.iter().collect();
+            if S::conflict(&refs).is_none() {
+                let mut refs: Vec<&mut S::Update> = finished.iter_mut().collect();
+                state.apply_step(&mut refs);
+                next = tasks.iter().filter(|t| t.result.is_none()).map(|t| t.node.clone()).collect();
+            }
+        }
         Ok(StateSnapshot {
             state,
             next,
+            tasks,
             checkpoint_id: record.id,
             parent_id: record.parent_id,
             step: record.step,
             source: record.source,
             created_at_ms: record.created_at_ms,
-            interrupts,
+            interrupts: pending.into_iter().map(|(_, i)| i).collect(),
         })
     }
+}
+
+/// Fails when a checkpoint lists a write of its parent (one its state folds in) that the
+/// parent no longer holds as it was.
+fn check_folded<S: State>(thread: &str, loaded: &[(CheckpointRecord, Body<S>, Stored<S>)]) -> Result<(), GraphError> {
+    let by_id: HashMap<&str, usize> = loaded.iter().enumerate().map(|(i, (r, _, _))| (r.id.as_str(), i)).collect();
+    for (record, body, _) in loaded {
+        let Some(&parent) = record.parent_id.as_deref().and_then(|p| by_id.get(p)) else { continue };
+        let (parent_record, _, parent_stored) = &loaded[parent];
+        for folded in &body.folded {
+            if parent_stored.check_of(folded.task, folded.index) != Some(folded.check) {
+                return Err(CheckpointError::Corrupt {
+                    thread: thread.to_owned(),
+                    checkpoint: parent_record.id.clone(),
+                    field: format!("writes[{}.{}]", folded.task, folded.index),
+                    reason: format!("checkpoint {} folds in this write, but it is missing or was changed", record.id),
+                }
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fails when a listed checkpoint names a parent the thread does not have.
+fn check_parents(thread: &str, records: &[CheckpointRecord]) -> Result<(), GraphError> {
+    let ids: HashSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    for record in records {
+        if let Some(parent) = &record.parent_id
+            && !ids.contains(parent.as_str())
+        {
+            return Err(CheckpointError::Corrupt {
+                thread: thread.to_owned(),
+                checkpoint: record.id.clone(),
+                field: "parent_id".to_owned(),
+                reason: format!("its parent {parent} is not in the thread"),
+            }
+            .into());
+        }
+    }
+    Ok(())
 }

@@ -1,14 +1,14 @@
 //! Step events for streamed runs: built only when their mode was asked for.
 
 use super::Task;
+use super::task::{StepResult, Stop};
 use crate::error::GraphError;
 use crate::graph::Inner;
-use crate::interrupt::Interrupt;
 use crate::log::{self, RunLog};
 use crate::node::NodeOutput;
 use crate::runtime::RunShared;
 use crate::state::State;
-use crate::stream::{EventKind, Sink};
+use crate::stream::{EventKind, Sink, StreamMode};
 
 fn node<S: State, C>(graph: &Inner<S, C>, task: &Task) -> String {
     graph.node_names[task.node as usize].to_string()
@@ -33,48 +33,48 @@ fn endings<'a, S: State, C>(
     graph: &'a Inner<S, C>,
     tasks: &'a [Task],
     slots: &'a [Option<NodeOutput<S>>],
-    outcome: &'a Result<Vec<(u32, Interrupt)>, GraphError>,
+    outcome: &'a StepResult,
 ) -> impl Iterator<Item = (usize, String, Option<String>, bool)> + 'a {
     tasks.iter().enumerate().filter_map(move |(index, task)| {
         let name = node(graph, task);
         let interrupted = matches!(outcome, Ok(paused) if paused.iter().any(|(i, _)| *i as usize == index));
         let error = match outcome {
-            Err(GraphError::Node { node, source, .. }) if *node == name && slots[index].is_none() => {
-                Some(source.to_string())
-            }
+            Err(failure) if failure.task == index => Some(failure_text(&failure.error)),
             _ => None,
         };
         (slots[index].is_some() || interrupted || error.is_some()).then_some((index, name, error, interrupted))
     })
 }
 
-/// `tasks`: one finish event per task that finished, paused or failed.
-pub(crate) async fn tasks_finished<S: State, C>(
-    graph: &Inner<S, C>,
-    sink: &Sink<S>,
-    step: u64,
-    tasks: &[Task],
-    slots: &[Option<NodeOutput<S>>],
-    outcome: &Result<Vec<(u32, Interrupt)>, GraphError>,
-) -> Result<(), GraphError> {
-    for (index, node, error, interrupted) in endings(graph, tasks, slots, outcome) {
-        sink.send(step, EventKind::TaskFinished { node, task: index as u32, error, interrupted }).await?;
+/// What a failed task's error says, without the "node `x` failed in step n" prefix the
+/// task's own event already carries.
+pub(crate) fn failure_text(error: &GraphError) -> String {
+    match error {
+        GraphError::Node { source, .. } => source.to_string(),
+        other => other.to_string(),
     }
-    Ok(())
 }
 
-/// `updates`: what each task wrote, in task order.
-pub(crate) async fn updates<S: State, C>(
+/// `updates` and `tasks`: what one task wrote and how it ended, sent as soon as it finished.
+pub(crate) async fn task_finished<S: State, C>(
     graph: &Inner<S, C>,
     sink: &Sink<S>,
     step: u64,
-    tasks: &[Task],
-    slots: &[Option<NodeOutput<S>>],
+    index: usize,
+    task: &Task,
+    result: &Result<NodeOutput<S>, Stop>,
 ) -> Result<(), GraphError> {
-    for (task, slot) in tasks.iter().zip(slots) {
-        if let Some(output) = slot {
-            sink.send(step, EventKind::Update { node: node(graph, task), update: (*output.update).clone() }).await?;
-        }
+    if let (Ok(output), true) = (result, sink.modes.contains(StreamMode::Updates)) {
+        sink.send(step, EventKind::Update { node: node(graph, task), update: (*output.update).clone() }).await?;
+    }
+    if sink.modes.contains(StreamMode::Tasks) {
+        let (error, interrupted, result) = match result {
+            Ok(output) => (None, false, Some((*output.update).clone())),
+            Err(Stop::Failed(error)) => (Some(failure_text(error)), false, None),
+            Err(Stop::Paused(_)) => (None, true, None),
+        };
+        let kind = EventKind::TaskFinished { node: node(graph, task), task: index as u32, error, interrupted, result };
+        sink.send(step, kind).await?;
     }
     Ok(())
 }
@@ -96,7 +96,7 @@ pub(crate) fn log_started<S: State, C>(
     let at = log_at(run, step);
     for (index, task) in tasks.iter().enumerate() {
         let spec = &graph.nodes[task.node as usize];
-        let payload = task.payload.as_deref().zip(spec.takes).and_then(|(p, kind)| (kind.encode)(p).ok());
+        let payload = task.payload.as_deref().zip(spec.takes).and_then(|(p, kind)| (kind.to_json)(p).ok());
         match payload {
             Some(payload) => log.started(&at, &spec.name, index as u32, &payload),
             None => log.started(&at, &spec.name, index as u32, state),
@@ -112,7 +112,7 @@ pub(crate) fn log_finished<S: State, C>(
     step: u64,
     tasks: &[Task],
     slots: &[Option<NodeOutput<S>>],
-    outcome: &Result<Vec<(u32, Interrupt)>, GraphError>,
+    outcome: &StepResult,
 ) {
     let at = log_at(run, step);
     for (index, node, error, interrupted) in endings(graph, tasks, slots, outcome) {

@@ -6,8 +6,9 @@ use crate::node::NodeOutput;
 use crate::pregel::Task;
 use crate::state::State;
 
-/// Applies the updates of a step in task order. When two of them conflict (a last-value field
-/// written twice), nothing is applied and the error names the field and both nodes.
+/// Applies the updates of a step in task order, each field with its reducer (an `Overwrite`
+/// wins its step). When two of them conflict (a last-value field written twice, or two
+/// overwrites of one field), nothing is applied and the error names the field and both nodes.
 pub(crate) fn apply<S: State, C>(
     graph: &Inner<S, C>,
     state: &mut S,
@@ -29,8 +30,7 @@ pub(crate) fn apply<S: State, C>(
             step,
         });
     }
-    for output in outputs.iter_mut().flatten() {
-        state.apply_mut(&mut output.update);
-    }
+    let mut updates: Vec<&mut S::Update> = outputs.iter_mut().flatten().map(|o| &mut *o.update).collect();
+    state.apply_step(&mut updates);
     Ok(())
 }

@@ -7,99 +7,93 @@
 //! together on the calling task, and a step with one task awaits it directly. A run on a
 //! thread adds persistence at the step boundaries (see `persist`), and nothing else.
 
+mod begin;
+pub(crate) mod codec;
 mod events;
+mod load;
 mod merge;
 mod persist;
 mod planner;
 pub(crate) mod record;
 mod task;
+mod update;
 
 use crate::checkpoint::Source;
+use crate::command::RunInput;
 use crate::config::Durability;
 use crate::error::GraphError;
 use crate::graph::{Inner, RunOutput};
-use crate::interrupt::{Interrupt, Resume};
+use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
 use crate::runtime::RunShared;
-use crate::state::State;
+use crate::state::{State, Update};
 use crate::stream::{EventKind, Sink, StreamMode};
-use persist::{Persist, ThreadLock};
-pub(crate) use persist::{load_state, pending_interrupts};
+pub(crate) use begin::state_of;
+use begin::{Begin, On, Prepared};
+pub(crate) use load::Stored;
+use persist::{Held, Persist, StepEnding, ThreadLock};
 use planner::Planner;
 use std::sync::Arc;
 pub(crate) use task::Task;
+pub(crate) use update::{AsNode, update_thread};
 
-/// Runs a graph from `state` until no task is left, persisting nothing.
+/// Runs a graph from `state` until no task is left, persisting nothing. `input_wrote` says
+/// whether the input wrote anything (a `values` stream starts with the state only then).
 pub(crate) async fn execute<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     state: S,
     run: Arc<RunShared<C>>,
     limit: u64,
     sink: Option<&Sink<S>>,
+    input_wrote: bool,
 ) -> Result<RunOutput<S>, GraphError> {
-    let tasks = graph.entries.iter().map(|&node| Task::pull(node)).collect();
-    let start = Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step: 0, resumed: false };
+    let mut planner = Planner::new(graph);
+    let tasks = planner.start(graph, &state);
+    let saved = tasks.iter().map(|_| None).collect();
+    let start = Start { state, tasks, saved, planner, step: 0, resumed: false, initial_values: input_wrote };
     drive(graph, start, run, limit, None, sink).await
 }
 
-/// Runs a graph on a thread from `input`, checkpointing each step.
+/// Runs a graph on a thread from `input` (new input, or a command that continues the thread,
+/// from `from` on a new branch when given), checkpointing each step.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
-    input: S::Update,
+    input: RunInput<S>,
     run: Arc<RunShared<C>>,
     limit: u64,
     thread: Arc<str>,
     durability: Durability,
+    from: Option<&str>,
     sink: Option<&Sink<S>>,
 ) -> Result<RunOutput<S>, GraphError> {
     let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
-    let (persist, state) = Persist::start(graph, thread, durability, input).await?;
-    let tasks = graph.entries.iter().map(|&node| Task::pull(node)).collect();
-    let step = step_of(&persist);
-    let start = Start { state, tasks, saved: Vec::new(), planner: Planner::new(graph), step, resumed: false };
-    drive(graph, start, run, limit, Some(persist), sink).await
-}
-
-/// Continues a thread's pending tasks (from its head, or on a new branch from `from`),
-/// reusing the outputs of tasks that had finished and answering pending interrupts.
-pub(crate) async fn resume_thread<S: State, C: Send + Sync + 'static>(
-    graph: &Inner<S, C>,
-    run: Arc<RunShared<C>>,
-    limit: u64,
-    thread: Arc<str>,
-    durability: Durability,
-    answer: Resume,
-    from: Option<&str>,
-) -> Result<RunOutput<S>, GraphError> {
-    let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
-    let resumed = Persist::resume(graph, thread, durability, answer, from).await?;
-    let step = step_of(&resumed.persist);
-    let start = Start {
-        state: resumed.state,
-        tasks: resumed.tasks,
-        saved: resumed.saved,
-        planner: resumed.planner,
-        step,
-        resumed: true,
-    };
-    drive(graph, start, run, limit, Some(resumed.persist), None).await
-}
-
-/// Writes `update` to the thread as a new checkpoint, as if `as_node` had run (its edges and
-/// router decide the next tasks), or keeping the pending tasks when `as_node` is `None`.
-pub(crate) async fn update_thread<S: State, C: Send + Sync + 'static>(
-    graph: &Inner<S, C>,
-    thread: Arc<str>,
-    from: Option<&str>,
-    update: S::Update,
-    as_node: Option<u32>,
-) -> Result<String, GraphError> {
-    let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
-    persist::update_state(graph, thread, from, update, as_node).await
-}
-
-fn step_of(persist: &Persist) -> u64 {
-    u64::try_from(persist.step()).unwrap_or(0)
+    let held = Held::take(&graph.saver, &thread).await?;
+    let result = async {
+        let on = On { thread: &thread, claim: held.claim(), durability };
+        let (begin, initial_values) = match input {
+            RunInput::Update(update) => {
+                let wrote = !update.is_empty();
+                (begin::start(graph, on, update).await?, wrote)
+            }
+            RunInput::Command(command) => match begin::resume(graph, on, command, from).await? {
+                Prepared::Done(state) => {
+                    if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
+                        sink.send(0, EventKind::Values(state.clone())).await?;
+                    }
+                    return Ok(RunOutput { state, steps: 0, interrupts: Vec::new() });
+                }
+                Prepared::Run(begin) => (*begin, true),
+            },
+        };
+        let Begin { persist, state, tasks, saved, planner, resumed } = begin;
+        let step = u64::try_from(persist.step()).unwrap_or(0);
+        let start = Start { state, tasks, saved, planner, step, resumed, initial_values };
+        drive(graph, start, run, limit, Some(persist), sink).await
+    }
+    .await;
+    held.release().await;
+    result
 }
 
 /// Where a run starts: its state, first tasks (with any outputs already saved), and step.
@@ -111,6 +105,9 @@ struct Start<S: State> {
     step: u64,
     /// The run continues a paused thread, so breakpoints before its first step do not fire again.
     resumed: bool,
+    /// A `values` stream starts with the state as it is (after an input that wrote something,
+    /// or on a resume).
+    initial_values: bool,
 }
 
 async fn drive<S: State, C: Send + Sync + 'static>(
@@ -121,10 +118,10 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     mut persist: Option<Persist>,
     sink: Option<&Sink<S>>,
 ) -> Result<RunOutput<S>, GraphError> {
-    let Start { mut state, mut tasks, mut saved, mut planner, mut step, resumed } = start;
+    let Start { mut state, mut tasks, mut saved, mut planner, mut step, resumed, initial_values } = start;
     let mut slots: Vec<Option<NodeOutput<S>>> = Vec::new();
     let mut ran = 0;
-    if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
+    if let Some(sink) = sink.filter(|s| initial_values && s.modes.contains(StreamMode::Values)) {
         sink.send(step, EventKind::Values(state.clone())).await?;
     }
     while !tasks.is_empty() {
@@ -155,39 +152,37 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         if let Some(log) = &run.log {
             events::log_started(graph, &run, log, step, &state, &tasks);
         }
-        let outcome = task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_mut()).await;
-        if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
-            events::tasks_finished(graph, sink, step, &tasks, &slots, &outcome).await?;
-        }
+        let outcome = task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_mut(), sink).await;
         if let Some(log) = &run.log {
             events::log_finished(graph, &run, log, step, &tasks, &slots, &outcome);
         }
         let paused = match outcome {
             Ok(paused) => paused,
-            Err(error) => {
+            Err(failure) => {
                 if let Some(persist) = persist {
-                    persist.fail(graph, &state, &tasks, &slots, &planner).await?;
+                    let errors = vec![(failure.task as u32, events::failure_text(&failure.error))];
+                    persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Failed(errors)).await?;
                 }
-                return Err(error);
+                return Err(failure.error);
             }
         };
         if !paused.is_empty() {
             let Some(persist) = persist else {
                 return Err(GraphError::InterruptWithoutThread { node: paused[0].1.node.clone() });
             };
-            persist.pause(graph, &state, &tasks, &slots, &paused, &planner).await?;
+            persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Paused(&paused)).await?;
             let interrupts = paused.into_iter().map(|(_, interrupt)| interrupt).collect();
             return Ok(RunOutput { state, steps: ran, interrupts });
         }
-        if let Some(persist) = &mut persist {
-            persist.save_outputs(graph, &tasks, &slots).await?;
-        }
-        if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Updates)) {
-            events::updates(graph, sink, step, &tasks, &slots).await?;
-        }
         if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
             if let Some(persist) = persist {
-                persist.abort(graph, &state, &tasks, &planner).await?;
+                let (second, text) = match &error {
+                    GraphError::InvalidUpdate { second, .. } => (second.clone(), error.to_string()),
+                    other => (String::new(), other.to_string()),
+                };
+                let task = tasks.iter().rposition(|t| *graph.node_names[t.node as usize] == *second).unwrap_or(0);
+                let errors = vec![(task as u32, text)];
+                persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Failed(errors)).await?;
             }
             return Err(error);
         }
@@ -198,9 +193,10 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             events::log_state(&run, log, step, &state);
         }
         let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after);
+        let count = tasks.len();
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
         if let Some(persist) = &mut persist {
-            persist.checkpoint(graph, &state, &tasks, &planner, Source::Loop).await?;
+            persist.checkpoint(graph, &state, count, &tasks, &planner).await?;
             if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {
                 let (id, step) = (persist.current().to_string(), persist.step());
                 sink.send(u64::try_from(step).unwrap_or(0), EventKind::Checkpoint { id, step, source: Source::Loop })
@@ -223,7 +219,8 @@ fn breakpoint(tasks: &[Task], set: impl Fn(usize) -> bool) -> Option<u32> {
 }
 
 /// Stops the run at an `interrupt_before`/`interrupt_after` breakpoint: the stored checkpoint
-/// holds the pending tasks, and `resume` continues from there.
+/// holds the pending tasks, an outcome record says the run stopped at a breakpoint, and
+/// `resume` continues from there.
 #[allow(clippy::too_many_arguments)]
 async fn pause_at_breakpoint<S: State, C>(
     graph: &Inner<S, C>,
@@ -239,7 +236,9 @@ async fn pause_at_breakpoint<S: State, C>(
     let Some(persist) = persist else {
         return Err(GraphError::InterruptWithoutThread { node: name.to_string() });
     };
-    let interrupt = Interrupt::breakpoint(persist.current(), when, name);
-    persist.abort(graph, &state, tasks, planner).await?;
+    let current = Arc::clone(persist.current());
+    let unrun: Vec<Option<NodeOutput<S>>> = tasks.iter().map(|_| None).collect();
+    persist.end_step(graph, &state, tasks, &unrun, planner, StepEnding::Breakpoint).await?;
+    let interrupt = Interrupt::breakpoint(&current, when, name);
     Ok(RunOutput { state, steps: ran, interrupts: vec![interrupt] })
 }

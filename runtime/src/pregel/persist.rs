@@ -1,30 +1,40 @@
 //! Persisting a run on a thread: checkpoints after each step, the writes of finished tasks,
-//! interrupts and their answers, and loading a thread back (its state, its pending tasks, the
-//! outputs already saved).
+//! interrupts and their answers, the outcome of steps that paused or failed.
 
 use super::Task;
+use super::load::{SavedOutput, Stored};
 use super::planner::Planner;
-use super::record::{self, At, Body, Decoded};
+use super::record::{self, BodyParts, Ending, Folded, OUTCOME_TASK, OUTPUT_INDEX, Outcome};
 use crate::checkpoint::{
-    BatchOp, CheckpointError, CheckpointRecord, Checkpointer, FORMAT_VERSION, Source, WriteRecord, new_checkpoint_id,
+    BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, FORMAT_VERSION, Source, WriteRecord,
+    new_checkpoint_id,
 };
 use crate::config::Durability;
 use crate::error::GraphError;
 use crate::graph::Inner;
-use crate::interrupt::{Interrupt, Resume};
+use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
 use crate::state::State;
-use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 /// Snapshots are taken at least this often, to bound how far back a load must fold.
 const MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS: u32 = 256;
 
-/// Holds a thread for one run; a second run on the same thread in this process is refused.
+/// Under `Durability::Async`, how many finished steps may wait for the store: the run starts
+/// a step only while fewer checkpoints than this are queued or being stored, so a slow store
+/// slows the run instead of letting it race ahead, and a crash loses at most this many steps.
+/// Sixteen lets a store that pays a disk flush per commit take several steps per commit.
+pub(crate) const MAX_STEPS_AHEAD: usize = 16;
+
+/// How many operations the background writer's queue holds (task writes and checkpoints).
+const WRITER_QUEUE: usize = 64;
+
+/// Holds a thread for one run in this graph; a second run on the same thread in this process is
+/// refused at once, before the store is asked.
 pub(crate) struct ThreadLock<'g> {
     busy: &'g Mutex<HashSet<Arc<str>>>,
     thread: Arc<str>,
@@ -47,19 +57,60 @@ impl Drop for ThreadLock<'_> {
     }
 }
 
-/// How many operations the background writer may hold: the run runs at most this far ahead of
-/// the store, so a slow store slows the run instead of filling memory.
-const WRITER_QUEUE: usize = 64;
+/// A run's claim on its thread in the store, given back when the run ends (or, if the run is
+/// dropped, by a task spawned on the way out).
+pub(crate) struct Held {
+    saver: Arc<dyn Checkpointer>,
+    claim: Option<Claim>,
+}
+
+impl Held {
+    /// Claims `thread`: the loser of a race learns it here, before anything has run.
+    pub(crate) async fn take(saver: &Arc<dyn Checkpointer>, thread: &str) -> Result<Self, GraphError> {
+        match saver.claim(thread).await {
+            Ok(claim) => Ok(Self { saver: Arc::clone(saver), claim: Some(claim) }),
+            Err(CheckpointError::Busy { thread, .. }) => Err(GraphError::ThreadBusy { thread }),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    pub(crate) fn claim(&self) -> &Claim {
+        self.claim.as_ref().expect("a claim is held until it is released")
+    }
+
+    /// Gives the claim back.
+    pub(crate) async fn release(mut self) {
+        if let Some(claim) = self.claim.take()
+            && let Err(error) = self.saver.release(&claim).await
+        {
+            tracing::warn!(thread = claim.thread(), %error, "could not release the claim on a thread");
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let (Some(claim), Ok(runtime)) = (self.claim.take(), tokio::runtime::Handle::try_current()) {
+            let saver = Arc::clone(&self.saver);
+            runtime.spawn(async move {
+                let _ = saver.release(&claim).await;
+            });
+        }
+    }
+}
 
 /// The background writer of `Durability::Async`: one task that stores records in order.
 struct Writer {
-    queue: mpsc::Sender<BatchOp>,
+    queue: mpsc::Sender<(BatchOp, Option<OwnedSemaphorePermit>)>,
+    /// One permit per checkpoint queued or being stored.
+    steps: Arc<Semaphore>,
     task: JoinHandle<Result<(), CheckpointError>>,
 }
 
 /// The persistence side of one run.
 pub(crate) struct Persist {
     saver: Arc<dyn Checkpointer>,
+    claim: Claim,
     thread: Arc<str>,
     durability: Durability,
     /// The checkpoint whose next tasks are running; their writes are keyed to it.
@@ -68,216 +119,71 @@ pub(crate) struct Persist {
     current_step: i64,
     /// The newest stored checkpoint of the thread: what the next `put` expects as head.
     stored_head: Option<String>,
+    /// Under `Exit`: steps have finished since `current` was stored, so the run's state exists
+    /// only in memory.
+    unsaved: bool,
     writer: Option<Writer>,
     bytes_since_snapshot: usize,
     snapshot_len: usize,
     since_snapshot: u32,
-    /// Tasks of the current step whose outputs are already in the store (loaded from it, or
-    /// stored as they finished), so they are not stored again.
-    pub(crate) loaded: Vec<bool>,
+    /// The integrity check of each task's output of the current step that is stored or held.
+    saved: Vec<Option<u32>>,
     /// Writes of a one-task step, stored in the same transaction as the checkpoint after it:
     /// with no sibling to protect, one commit per step is enough.
     held: Vec<WriteRecord>,
-}
-
-/// A run ready to continue: its state, its next tasks, and the planner's saved progress.
-pub(crate) struct Resumed<S: State> {
-    pub(crate) persist: Persist,
-    pub(crate) state: S,
-    pub(crate) tasks: Vec<Task>,
-    pub(crate) planner: Planner,
-    /// Outputs already saved for some of `tasks`, by task index.
-    pub(crate) saved: Vec<Option<NodeOutput<S>>>,
+    /// Interrupts of the current step already stored, by task: (call index, check).
+    raised: Vec<(u32, u32, u32)>,
+    /// The number of the next outcome record of the current step.
+    next_outcome: u32,
 }
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// What is stored against one checkpoint, task by task.
-struct Stored<S: State> {
-    outputs: Vec<Option<NodeOutput<S>>>,
-    /// Per task: interrupts raised and answers given, by call index.
-    interrupts: Vec<BTreeMap<u32, Interrupt>>,
-    answers: Vec<BTreeMap<u32, Value>>,
-}
-
-impl<S: State> Stored<S> {
-    async fn load<C>(graph: &Inner<S, C>, thread: &str, checkpoint: &str, tasks: usize) -> Result<Self, GraphError> {
-        let at = At { thread, checkpoint };
-        let mut stored = Self {
-            outputs: (0..tasks).map(|_| None).collect(),
-            interrupts: vec![BTreeMap::new(); tasks],
-            answers: vec![BTreeMap::new(); tasks],
-        };
-        for write in graph.saver.writes(thread, checkpoint).await? {
-            at.check_format(write.format, &format!("writes[{}].format", write.task))?;
-            let task = write.task as usize;
-            let decoded = record::decode_write(graph, &at, write.task, write.index, &write.body)?;
-            if matches!(decoded, Decoded::Input(_)) {
-                // The input checkpoint's one write: the run's input, folded into the next state.
-                continue;
-            }
-            if task >= tasks {
-                return Err(at.corrupt(format!("writes[{task}]"), "the checkpoint has no such task").into());
-            }
-            match decoded {
-                Decoded::Output(output) => stored.outputs[task] = Some(output),
-                Decoded::Interrupt(interrupt) => {
-                    stored.interrupts[task].insert(interrupt.call, interrupt);
-                }
-                Decoded::Answer(call, answer) => {
-                    stored.answers[task].insert(call, answer);
-                }
-                Decoded::Input(_) => {}
-            }
-        }
-        Ok(stored)
-    }
-
-    /// The interrupts still waiting for an answer, by task.
-    fn pending(&self) -> Vec<(usize, Interrupt)> {
-        let mut pending = Vec::new();
-        for (task, raised) in self.interrupts.iter().enumerate() {
-            if self.outputs[task].is_some() {
-                continue;
-            }
-            if let Some((call, interrupt)) = raised.iter().next_back()
-                && !self.answers[task].contains_key(call)
-            {
-                pending.push((task, interrupt.clone()));
-            }
-        }
-        pending
-    }
-}
-
 impl Persist {
-    fn new(
+    pub(crate) fn new(
         saver: Arc<dyn Checkpointer>,
+        claim: Claim,
         thread: Arc<str>,
         durability: Durability,
         head: Option<&CheckpointRecord>,
     ) -> Self {
         let writer = (durability == Durability::Async).then(|| {
-            let (queue, mut rx) = mpsc::channel::<BatchOp>(WRITER_QUEUE);
+            let (queue, mut rx) = mpsc::channel::<(BatchOp, Option<OwnedSemaphorePermit>)>(WRITER_QUEUE);
             let saver = Arc::clone(&saver);
+            let claim = claim.clone();
             let task = tokio::spawn(async move {
                 // Whatever queued up while the last batch was being stored goes in one batch:
                 // one commit for several steps (group commit).
                 let mut batch = Vec::with_capacity(WRITER_QUEUE);
                 while rx.recv_many(&mut batch, WRITER_QUEUE).await > 0 {
-                    saver.put_batch(std::mem::take(&mut batch)).await?;
+                    let (ops, permits): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
+                    saver.put_batch(&claim, ops).await?;
+                    drop(permits);
                 }
                 Ok(())
             });
-            Writer { queue, task }
+            Writer { queue, steps: Arc::new(Semaphore::new(MAX_STEPS_AHEAD)), task }
         });
         Self {
             saver,
+            claim,
             thread,
             durability,
             current: head.map_or_else(|| Arc::from(""), |h| Arc::from(h.id.as_str())),
             current_step: head.map_or(-2, |h| h.step),
             stored_head: head.map(|h| h.id.clone()),
+            unsaved: false,
             writer,
             bytes_since_snapshot: 0,
             snapshot_len: 0,
             since_snapshot: 0,
-            loaded: Vec::new(),
+            saved: Vec::new(),
             held: Vec::new(),
+            raised: Vec::new(),
+            next_outcome: 0,
         }
-    }
-
-    /// Starts a run from `input` on a thread: stores the input checkpoint (its write is the
-    /// input) and the step-0 checkpoint whose next tasks are the entries.
-    pub(crate) async fn start<S: State, C>(
-        graph: &Inner<S, C>,
-        thread: Arc<str>,
-        durability: Durability,
-        input: S::Update,
-    ) -> Result<(Self, S), GraphError> {
-        let head = graph.saver.get(&thread, None).await?;
-        let mut state = match &head {
-            Some(head) => load_state(graph, &thread, head).await?,
-            None => S::default(),
-        };
-        let mut persist = Self::new(Arc::clone(&graph.saver), thread, durability, head.as_ref());
-        persist.checkpoint(graph, &state, &[], &Planner::new(graph), Source::Input).await?;
-        if durability != Durability::Exit {
-            let write = record::encode_input::<S>(&input)?;
-            persist.store_writes(vec![persist.write_record(0, 0, write)]).await?;
-        }
-        state.apply(input);
-        let entries: Vec<Task> = graph.entries.iter().map(|&n| Task::pull(n)).collect();
-        persist.checkpoint(graph, &state, &entries, &Planner::new(graph), Source::Loop).await?;
-        Ok((persist, state))
-    }
-
-    /// Loads a thread's newest checkpoint to continue its pending tasks, giving `answer` to
-    /// its pending interrupts. With `from` set, continues from that older checkpoint on a new
-    /// branch instead (the old branch is left as it was).
-    pub(crate) async fn resume<S: State, C>(
-        graph: &Inner<S, C>,
-        thread: Arc<str>,
-        durability: Durability,
-        answer: Resume,
-        from: Option<&str>,
-    ) -> Result<Resumed<S>, GraphError> {
-        let head = graph.saver.get(&thread, None).await?.ok_or_else(|| GraphError::NothingToResume {
-            thread: thread.to_string(),
-            reason: "it has no checkpoint",
-        })?;
-        let base = match from {
-            None => head.clone(),
-            Some(id) => graph.saver.get(&thread, Some(id)).await?.ok_or_else(|| GraphError::NothingToResume {
-                thread: thread.to_string(),
-                reason: "it has no checkpoint with that id",
-            })?,
-        };
-        let at = At { thread: &thread, checkpoint: &base.id };
-        at.check_format(base.format, "format")?;
-        let body: Body<S> = record::decode_body(graph, &at, &base.body)?;
-        if body.next.is_empty() {
-            return Err(GraphError::NothingToResume {
-                thread: thread.to_string(),
-                reason: "its run had finished at that checkpoint",
-            });
-        }
-        let state = match body.state {
-            Some(state) => state,
-            None => load_state(graph, &thread, &base).await?,
-        };
-        let mut planner = Planner::new(graph);
-        planner.restore(&body.deferred, body.joins);
-        let mut tasks = body.next;
-        let mut persist = Self::new(Arc::clone(&graph.saver), Arc::clone(&thread), durability, Some(&head));
-        if from.is_some() {
-            // A new branch: a copy of the old checkpoint becomes the head, so this run's writes
-            // never mix with the old branch's.
-            persist.current = Arc::from(base.id.as_str());
-            persist.current_step = base.step;
-            persist.put_checkpoint(graph, &state, &tasks, &planner, Source::Fork, true).await?;
-            let saved = tasks.iter().map(|_| None).collect();
-            return Ok(Resumed { persist, state, tasks, planner, saved });
-        }
-        let mut stored = Stored::<S>::load(graph, &thread, &base.id, tasks.len()).await?;
-        let new_answers = assign_answers(&thread, &stored.pending(), answer)?;
-        let mut writes = Vec::new();
-        for (task, call, value) in new_answers {
-            writes.push(persist.write_record(task as u32, record::answer_index(call), record::encode_answer(&value)?));
-            stored.answers[task].insert(call, value);
-        }
-        if !writes.is_empty() {
-            persist.saver.put_writes(writes).await?;
-        }
-        for (task, answers) in tasks.iter_mut().zip(&stored.answers) {
-            if !answers.is_empty() {
-                task.answers = Some(answers.values().cloned().collect());
-            }
-        }
-        persist.loaded = stored.outputs.iter().map(Option::is_some).collect();
-        Ok(Resumed { persist, state, tasks, planner, saved: stored.outputs })
     }
 
     /// The step of the checkpoint whose tasks run next.
@@ -290,152 +196,222 @@ impl Persist {
         &self.current
     }
 
-    fn write_record(&self, task: u32, index: u32, body: Vec<u8>) -> WriteRecord {
-        WriteRecord {
-            thread_id: self.thread.to_string(),
-            checkpoint_id: self.current.to_string(),
-            task,
-            index,
-            format: FORMAT_VERSION,
-            body,
+    /// Continues from checkpoint `id` of step `step`, where outputs, interrupts and outcomes
+    /// may already be stored (`stored`).
+    pub(crate) fn continue_at<S: State>(&mut self, id: &str, step: i64, stored: Option<&Stored<S>>) {
+        self.current = Arc::from(id);
+        self.current_step = step;
+        self.saved.clear();
+        self.raised.clear();
+        self.next_outcome = 0;
+        if let Some(stored) = stored {
+            self.saved = stored.outputs.iter().map(|o| o.as_ref().map(|o| o.check)).collect();
+            for (task, raised) in stored.interrupts.iter().enumerate() {
+                for (call, (_, check)) in raised {
+                    self.raised.push((task as u32, *call, *check));
+                }
+            }
+            self.next_outcome = stored.next_outcome();
         }
     }
 
-    /// Stores the write of one task of a step with several tasks as soon as it finishes.
+    /// A write record of the current checkpoint.
+    fn write(&self, task: u32, index: u32, payload: Vec<u8>) -> WriteRecord {
+        record::seal_write(&self.thread, &self.current, task, index, payload)
+    }
+
+    /// Stores the run's input on an input checkpoint holding `state` (before the input), then
+    /// the checkpoint after the input whose next tasks are `entries` (step 0).
+    pub(crate) async fn start<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        input: &S::Update,
+        planner: &Planner,
+    ) -> Result<(), GraphError> {
+        self.current_step += 1;
+        if self.durability == Durability::Exit {
+            return Ok(());
+        }
+        let parts =
+            BodyParts { state: Some(state), next: &[], input_pending: true, deferred: &[], joins: &[], folded: &[] };
+        let (deferred, joins) = planner.saved();
+        let _ = (&deferred, &joins);
+        let record = self.new_record(graph, &parts, Source::Input)?;
+        let write = record::seal_write(&self.thread, &record.id, 0, OUTPUT_INDEX, record::encode_input::<S>(input)?);
+        self.saved = vec![Some(record::check_of(&write.body))];
+        self.commit(record, vec![write], true).await
+    }
+
+    /// Builds a checkpoint record at the current step, following the current checkpoint.
+    fn new_record<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        parts: &BodyParts<'_, S>,
+        source: Source,
+    ) -> Result<CheckpointRecord, GraphError> {
+        let payload = record::encode_body(graph, parts)?;
+        if parts.state.is_some() {
+            self.snapshot_len = payload.len();
+            self.bytes_since_snapshot = 0;
+            self.since_snapshot = 0;
+        } else {
+            self.since_snapshot += 1;
+        }
+        let record = CheckpointRecord {
+            thread_id: self.thread.to_string(),
+            id: new_checkpoint_id(),
+            parent_id: (!self.current.is_empty()).then(|| self.current.to_string()),
+            step: self.current_step,
+            source,
+            created_at_ms: now_ms(),
+            format: FORMAT_VERSION,
+            body: Vec::new(),
+        };
+        Ok(record::seal_checkpoint(record, payload))
+    }
+
+    /// Stores `record` (with `writes` in its transaction) as the thread's new head, and makes it
+    /// current. Under `Async` the store happens in the background, at most
+    /// [`MAX_STEPS_AHEAD`] checkpoints behind.
+    async fn commit(
+        &mut self,
+        record: CheckpointRecord,
+        writes: Vec<WriteRecord>,
+        is_step: bool,
+    ) -> Result<(), GraphError> {
+        let expected = self.stored_head.replace(record.id.clone());
+        self.current = Arc::from(record.id.as_str());
+        self.unsaved = false;
+        self.saved_for_next_step();
+        let op = BatchOp::Put { record, expected_head: expected, writes };
+        if let Some(writer) = &self.writer {
+            let permit = if is_step {
+                Some(Arc::clone(&writer.steps).acquire_owned().await.map_err(|_| writer_gone())?)
+            } else {
+                None
+            };
+            return self.enqueue(op, permit).await;
+        }
+        let BatchOp::Put { record, expected_head, writes } = op else { unreachable!("built as a put above") };
+        Ok(self.saver.put(&self.claim, record, expected_head, writes).await?)
+    }
+
+    /// Clears what belongs to the step that just finished.
+    fn saved_for_next_step(&mut self) {
+        self.raised.clear();
+        self.next_outcome = 0;
+    }
+
+    /// Encodes the output of a task that just finished; under `Sync` and `Async` it is stored at
+    /// once when the task has siblings (so a crash while they run cannot lose it), and held for
+    /// the checkpoint's transaction when it ran alone. A value that cannot be stored fails the
+    /// task, before anything of it is stored.
     pub(crate) async fn save_finished<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
         index: usize,
         task: &Task,
         output: &NodeOutput<S>,
+        alone: bool,
     ) -> Result<(), GraphError> {
-        if self.durability == Durability::Exit {
+        if self.durability == Durability::Exit || self.saved.get(index).copied().flatten().is_some() {
             return Ok(());
         }
-        let body = record::encode_write(graph, task, output)?;
-        self.bytes_since_snapshot += body.len();
-        let write = self.write_record(index as u32, 0, body);
-        self.store_writes(vec![write]).await?;
-        if self.loaded.len() <= index {
-            self.loaded.resize(index + 1, false);
+        let payload = record::encode_output(graph, task, output)?;
+        self.bytes_since_snapshot += payload.len();
+        let write = self.write(index as u32, OUTPUT_INDEX, payload);
+        if self.saved.len() <= index {
+            self.saved.resize(index + 1, None);
         }
-        self.loaded[index] = true;
-        Ok(())
+        self.saved[index] = Some(record::check_of(&write.body));
+        if alone {
+            self.held.push(write);
+            return Ok(());
+        }
+        self.store_writes(vec![write]).await
     }
 
-    /// Saves the writes of the step's tasks that finished now (not those loaded from the store).
-    pub(crate) async fn save_outputs<S: State, C>(
-        &mut self,
-        graph: &Inner<S, C>,
-        tasks: &[Task],
-        outputs: &[Option<NodeOutput<S>>],
-    ) -> Result<(), GraphError> {
-        if self.durability == Durability::Exit {
-            return Ok(());
-        }
-        let mut writes = self.encode_outputs(graph, tasks, outputs)?;
-        if writes.is_empty() {
-            return Ok(());
-        }
-        if tasks.len() == 1 {
-            self.held.append(&mut writes);
-            return Ok(());
-        }
-        self.store_writes(writes).await
-    }
-
-    /// Encodes the writes of the step's tasks that finished and are not in the store yet.
-    fn encode_outputs<S: State, C>(
-        &mut self,
-        graph: &Inner<S, C>,
-        tasks: &[Task],
-        outputs: &[Option<NodeOutput<S>>],
-    ) -> Result<Vec<WriteRecord>, GraphError> {
-        let mut writes = Vec::new();
-        for (i, (task, output)) in tasks.iter().zip(outputs).enumerate() {
-            if let (Some(output), false) = (output, self.loaded.get(i).copied().unwrap_or(false)) {
-                let body = record::encode_write(graph, task, output)?;
-                self.bytes_since_snapshot += body.len();
-                writes.push(self.write_record(i as u32, 0, body));
-            }
-        }
-        self.loaded.clear();
-        Ok(writes)
-    }
-
-    /// Stores the checkpoint after a step: the next tasks, and the state when a snapshot is due.
+    /// Stores the checkpoint after a step: the next tasks, the writes its state folds in, and
+    /// the state when a snapshot is due.
     pub(crate) async fn checkpoint<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
         state: &S,
+        ran: usize,
         next: &[Task],
         planner: &Planner,
-        source: Source,
     ) -> Result<(), GraphError> {
         self.current_step += 1;
         if self.durability == Durability::Exit {
+            self.unsaved = true;
+            self.saved.clear();
             return Ok(());
         }
-        self.put_checkpoint(graph, state, next, planner, source, false).await
+        let snapshot = self.stored_head.is_none()
+            || self.bytes_since_snapshot >= self.snapshot_len
+            || self.since_snapshot >= MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS;
+        // Which writes of the step this state folds in: needed to rebuild it without a snapshot,
+        // and kept with a snapshot too, so a write of the step that is later lost or altered is
+        // noticed when the history is read.
+        let mut folded = Vec::with_capacity(ran);
+        for task in 0..ran {
+            let Some(check) = self.saved.get(task).copied().flatten() else {
+                // An output that was not stored cannot be folded: store the state instead.
+                return self.put_snapshot(graph, state, next, planner, Source::Loop).await;
+            };
+            folded.push(Folded { task: task as u32, index: OUTPUT_INDEX, check });
+        }
+        let (deferred, joins) = planner.saved();
+        let parts = BodyParts {
+            state: snapshot.then_some(state),
+            next,
+            input_pending: false,
+            deferred: &deferred,
+            joins: &joins,
+            folded: &folded,
+        };
+        let record = self.new_record(graph, &parts, Source::Loop)?;
+        self.saved.clear();
+        let writes = std::mem::take(&mut self.held);
+        self.commit(record, writes, true).await
     }
 
-    /// Stores a checkpoint at the current step (with a snapshot when due, or when `force_snapshot`).
-    async fn put_checkpoint<S: State, C>(
+    /// Stores a checkpoint at the current step with a snapshot of `state`.
+    async fn put_snapshot<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
         state: &S,
         next: &[Task],
         planner: &Planner,
         source: Source,
-        force_snapshot: bool,
     ) -> Result<(), GraphError> {
-        // An input checkpoint always holds a snapshot, so rebuilding a state never folds the
-        // leftover writes of a step that failed before a new input restarted the thread.
-        let snapshot = force_snapshot
-            || source != Source::Loop
-            || self.stored_head.is_none()
-            || self.bytes_since_snapshot >= self.snapshot_len
-            || self.since_snapshot >= MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS;
         let (deferred, joins) = planner.saved();
-        let body = record::encode_body(graph, snapshot.then_some(state), next, &deferred, &joins)?;
-        if snapshot {
-            self.snapshot_len = body.len();
-            self.bytes_since_snapshot = 0;
-            self.since_snapshot = 0;
-        } else {
-            self.since_snapshot += 1;
-        }
-        let id = new_checkpoint_id();
-        let record = CheckpointRecord {
-            thread_id: self.thread.to_string(),
-            id: id.clone(),
-            parent_id: (!self.current.is_empty()).then(|| self.current.to_string()),
-            step: self.current_step,
-            source,
-            created_at_ms: now_ms(),
-            format: FORMAT_VERSION,
-            body,
+        let parts = BodyParts {
+            state: Some(state),
+            next,
+            input_pending: false,
+            deferred: &deferred,
+            joins: &joins,
+            folded: &[],
         };
-        let expected = self.stored_head.replace(id.clone());
-        self.current = Arc::from(id.as_str());
+        let record = self.new_record(graph, &parts, source)?;
+        self.saved.clear();
         let writes = std::mem::take(&mut self.held);
-        if self.writer.is_some() {
-            return self.enqueue(BatchOp::Put { record, expected_head: expected, writes }).await;
-        }
-        Ok(self.saver.put(record, expected, writes).await?)
+        self.commit(record, writes, true).await
     }
 
     async fn store_writes(&mut self, writes: Vec<WriteRecord>) -> Result<(), GraphError> {
         if self.writer.is_some() {
-            return self.enqueue(BatchOp::Writes(writes)).await;
+            return self.enqueue(BatchOp::Writes(writes), None).await;
         }
-        Ok(self.saver.put_writes(writes).await?)
+        Ok(self.saver.put_writes(&self.claim, writes).await?)
     }
 
     /// Hands `op` to the background writer; if the writer stopped, reports why.
-    async fn enqueue(&mut self, op: BatchOp) -> Result<(), GraphError> {
+    async fn enqueue(&mut self, op: BatchOp, permit: Option<OwnedSemaphorePermit>) -> Result<(), GraphError> {
         let sent = match &self.writer {
-            Some(writer) => writer.queue.send(op).await.is_ok(),
+            Some(writer) => writer.queue.send((op, permit)).await.is_ok(),
             None => false,
         };
         if sent {
@@ -452,56 +428,83 @@ impl Persist {
         state: &S,
         planner: &Planner,
     ) -> Result<(), GraphError> {
-        if self.durability == Durability::Exit {
-            self.put_checkpoint(graph, state, &[], planner, Source::Loop, true).await?;
+        if self.durability == Durability::Exit && self.unsaved {
+            self.put_snapshot(graph, state, &[], planner, Source::Loop).await?;
         }
         self.drain().await
     }
 
-    /// Ends a failed step: the writes of the tasks that finished are kept so a resume does not
-    /// run them again. Under `Exit` the checkpoint they belong to is stored first.
-    pub(crate) async fn fail<S: State, C>(
-        self,
+    /// Under `Exit`, stores the checkpoint the run is at if only memory holds it, so that what
+    /// follows (writes, outcomes) has a stored checkpoint to belong to.
+    async fn save_position<S: State, C>(
+        &mut self,
         graph: &Inner<S, C>,
         state: &S,
         tasks: &[Task],
-        outputs: &[Option<NodeOutput<S>>],
         planner: &Planner,
     ) -> Result<(), GraphError> {
-        self.pause(graph, state, tasks, outputs, &[], planner).await
+        if self.durability == Durability::Exit && self.unsaved {
+            self.put_snapshot(graph, state, tasks, planner, Source::Loop).await?;
+        }
+        Ok(())
     }
 
-    /// Ends a step that paused: the finished tasks' writes and the raised interrupts are
-    /// stored, so `resume` runs only the paused tasks again.
-    pub(crate) async fn pause<S: State, C>(
+    /// Ends a step that paused or failed: the outputs of the tasks that finished, the raised
+    /// interrupts and an outcome record listing them (with the errors of failed tasks) are
+    /// stored, so `resume` runs only the unfinished tasks again and a lost or altered record of
+    /// the pause is noticed. Under `Exit` the checkpoint they belong to is stored first.
+    pub(crate) async fn end_step<S: State, C>(
         mut self,
         graph: &Inner<S, C>,
         state: &S,
         tasks: &[Task],
         outputs: &[Option<NodeOutput<S>>],
-        interrupts: &[(u32, Interrupt)],
         planner: &Planner,
+        ending: StepEnding<'_>,
     ) -> Result<(), GraphError> {
-        if self.durability == Durability::Exit {
-            self.put_checkpoint(graph, state, tasks, planner, Source::Loop, true).await?;
-        }
+        self.save_position(graph, state, tasks, planner).await?;
         let mut writes = std::mem::take(&mut self.held);
-        writes.extend(self.encode_outputs(graph, tasks, outputs)?);
+        for (i, (task, output)) in tasks.iter().zip(outputs).enumerate() {
+            if let (Some(output), None) = (output, self.saved.get(i).copied().flatten()) {
+                let write = self.write(i as u32, OUTPUT_INDEX, record::encode_output(graph, task, output)?);
+                if self.saved.len() <= i {
+                    self.saved.resize(i + 1, None);
+                }
+                self.saved[i] = Some(record::check_of(&write.body));
+                writes.push(write);
+            }
+        }
+        let number = self.next_outcome;
+        let mut listed: Vec<Folded> = self
+            .saved
+            .iter()
+            .enumerate()
+            .filter_map(|(task, check)| check.map(|check| Folded { task: task as u32, index: OUTPUT_INDEX, check }))
+            .collect();
+        let (kind, errors, interrupts) = match ending {
+            StepEnding::Paused(interrupts) => (Ending::Paused, Vec::new(), interrupts),
+            StepEnding::Failed(errors) => (Ending::Failed, errors, &[][..]),
+            StepEnding::Breakpoint => (Ending::Breakpoint, Vec::new(), &[][..]),
+        };
         for (task, interrupt) in interrupts {
-            writes.push(self.write_record(
-                *task,
-                record::interrupt_index(interrupt.call),
-                record::encode_interrupt(interrupt)?,
-            ));
+            let index = record::interrupt_index(interrupt.call);
+            let write = self.write(*task, index, record::encode_interrupt(interrupt, number)?);
+            listed.push(Folded { task: *task, index, check: record::check_of(&write.body) });
+            writes.push(write);
         }
-        if !writes.is_empty() {
-            self.store_writes(writes).await?;
+        for &(task, call, check) in &self.raised {
+            listed.push(Folded { task, index: record::interrupt_index(call), check });
         }
+        listed.sort_by_key(|f| (f.task, f.index));
+        listed.dedup_by_key(|f| (f.task, f.index));
+        let outcome = Outcome { ending: kind, writes: listed, errors };
+        writes.push(self.write(OUTCOME_TASK, number, record::encode_outcome(&outcome)));
+        self.store_writes(writes).await?;
         self.drain().await
     }
 
-    /// Ends a run stopped between steps (the recursion limit, a rejected merge, a breakpoint):
-    /// the pending tasks stay in the stored checkpoint for a later `resume`.
+    /// Ends a run stopped between steps (the recursion limit): the pending tasks stay in the
+    /// stored checkpoint for a later `resume`.
     pub(crate) async fn abort<S: State, C>(
         mut self,
         graph: &Inner<S, C>,
@@ -509,14 +512,82 @@ impl Persist {
         tasks: &[Task],
         planner: &Planner,
     ) -> Result<(), GraphError> {
-        if self.durability == Durability::Exit {
-            self.put_checkpoint(graph, state, tasks, planner, Source::Loop, true).await?;
-        }
+        self.save_position(graph, state, tasks, planner).await?;
         self.drain().await
     }
 
+    /// Stores the first checkpoint of a new branch (a fork, an edit, a command's update), with
+    /// a snapshot of `state` and the writes it carries over re-keyed to it, directly (not
+    /// through the background writer: what follows reads it back). Returns the new checkpoint.
+    pub(crate) async fn put_branch<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        planner: &Planner,
+        branch: Branch<'_>,
+    ) -> Result<CheckpointRecord, GraphError> {
+        self.current = Arc::from(branch.parent);
+        self.current_step = branch.step;
+        let (deferred, joins) = planner.saved();
+        let parts = BodyParts {
+            state: Some(state),
+            next: branch.next,
+            input_pending: branch.input_pending,
+            deferred: &deferred,
+            joins: &joins,
+            folded: &[],
+        };
+        let record = self.new_record(graph, &parts, branch.source)?;
+        let mut writes: Vec<WriteRecord> = branch
+            .carried
+            .into_iter()
+            .map(|(task, index, payload)| record::seal_write(&self.thread, &record.id, task, index, payload))
+            .collect();
+        if branch.outcome {
+            let listed = writes
+                .iter()
+                .map(|w| Folded { task: w.task, index: w.index, check: record::check_of(&w.body) })
+                .filter(|f| f.index == OUTPUT_INDEX || f.index % 2 == 1)
+                .collect();
+            let outcome = Outcome { ending: Ending::Paused, writes: listed, errors: Vec::new() };
+            writes.push(record::seal_write(
+                &self.thread,
+                &record.id,
+                OUTCOME_TASK,
+                0,
+                record::encode_outcome(&outcome),
+            ));
+        }
+        let expected = self.stored_head.replace(record.id.clone());
+        self.current = Arc::from(record.id.as_str());
+        self.unsaved = false;
+        self.saved_for_next_step();
+        self.saver.put(&self.claim, record.clone(), expected, writes).await?;
+        Ok(record)
+    }
+
+    /// Records that task `task`'s output of the current step is stored, with check `check`.
+    pub(crate) fn mark_saved(&mut self, task: usize, check: u32) {
+        if self.saved.len() <= task {
+            self.saved.resize(task + 1, None);
+        }
+        self.saved[task] = Some(check);
+    }
+
+    /// Stores answers to interrupts of the current checkpoint.
+    pub(crate) async fn store_answers(&mut self, answers: Vec<(u32, u32, Vec<u8>)>) -> Result<(), GraphError> {
+        if answers.is_empty() {
+            return Ok(());
+        }
+        let writes = answers
+            .into_iter()
+            .map(|(task, call, payload)| self.write(task, record::answer_index(call), payload))
+            .collect();
+        Ok(self.saver.put_writes(&self.claim, writes).await?)
+    }
+
     async fn drain(&mut self) -> Result<(), GraphError> {
-        if let Some(Writer { queue, task }) = self.writer.take() {
+        if let Some(Writer { queue, task, .. }) = self.writer.take() {
             drop(queue);
             task.await.map_err(|e| CheckpointError::backend("stored checkpoints in the background", e))??;
         }
@@ -524,37 +595,29 @@ impl Persist {
     }
 }
 
-/// Matches a resume answer to the pending interrupts: `(task, call, answer)` per match.
-fn assign_answers(
-    thread: &str,
-    pending: &[(usize, Interrupt)],
-    answer: Resume,
-) -> Result<Vec<(usize, u32, Value)>, GraphError> {
-    let ids = || pending.iter().map(|(_, i)| i.id.clone()).collect::<Vec<_>>();
-    let fail = |reason: String| GraphError::Resume { thread: thread.to_owned(), reason, pending: ids() };
-    match answer {
-        Resume::Continue => Ok(Vec::new()),
-        Resume::Value(value) => match pending {
-            [(task, interrupt)] => Ok(vec![(*task, interrupt.call, value)]),
-            [] => Err(fail("an answer was given but no interrupt is pending".to_owned())),
-            _ => Err(fail(format!(
-                "{} interrupts are pending, so answer each by id with `Resume::by_id`",
-                pending.len()
-            ))),
-        },
-        Resume::ById(mut answers) => {
-            let mut matched = Vec::new();
-            for (task, interrupt) in pending {
-                if let Some(value) = answers.remove(&interrupt.id) {
-                    matched.push((*task, interrupt.call, value));
-                }
-            }
-            match answers.keys().next() {
-                Some(unknown) => Err(fail(format!("no pending interrupt has the id `{unknown}`"))),
-                None => Ok(matched),
-            }
-        }
-    }
+/// The first checkpoint of a new branch, to store.
+pub(crate) struct Branch<'a> {
+    /// The checkpoint it branches from.
+    pub(crate) parent: &'a str,
+    /// Its step.
+    pub(crate) step: i64,
+    pub(crate) next: &'a [Task],
+    pub(crate) input_pending: bool,
+    pub(crate) source: Source,
+    /// Writes carried over from the old checkpoint: (task, index, payload).
+    pub(crate) carried: Vec<(u32, u32, Vec<u8>)>,
+    /// The carried writes include interrupts, which need an outcome record listing them.
+    pub(crate) outcome: bool,
+}
+
+/// How a step that did not complete ended.
+pub(crate) enum StepEnding<'a> {
+    /// Tasks raised these interrupts (task index, interrupt).
+    Paused(&'a [(u32, Interrupt)]),
+    /// Tasks failed with these errors (task index, error text).
+    Failed(Vec<(u32, String)>),
+    /// A breakpoint stopped the run.
+    Breakpoint,
 }
 
 fn writer_gone() -> GraphError {
@@ -564,104 +627,7 @@ fn writer_gone() -> GraphError {
     ))
 }
 
-/// Writes a new checkpoint holding the state of `from` (or the head) with `update` folded in;
-/// its next tasks are those `as_node`'s edges lead to, or the base's pending tasks.
-pub(crate) async fn update_state<S: State, C>(
-    graph: &Inner<S, C>,
-    thread: Arc<str>,
-    from: Option<&str>,
-    update: S::Update,
-    as_node: Option<u32>,
-) -> Result<String, GraphError> {
-    let no_checkpoint =
-        || GraphError::NothingToResume { thread: thread.to_string(), reason: "it has no checkpoint to update" };
-    let head = graph.saver.get(&thread, None).await?.ok_or_else(no_checkpoint)?;
-    let base = match from {
-        None => head.clone(),
-        Some(id) => graph.saver.get(&thread, Some(id)).await?.ok_or_else(no_checkpoint)?,
-    };
-    let at = At { thread: &thread, checkpoint: &base.id };
-    at.check_format(base.format, "format")?;
-    let body: Body<S> = record::decode_body(graph, &at, &base.body)?;
-    let mut state = match body.state {
-        Some(state) => state,
-        None => load_state(graph, &thread, &base).await?,
-    };
-    state.apply(update);
-    let mut planner = Planner::new(graph);
-    planner.restore(&body.deferred, body.joins);
-    let next = match as_node {
-        None => body.next,
-        Some(node) => {
-            let spec = &graph.nodes[node as usize];
-            if spec.router.is_none() && !spec.routes.is_empty() {
-                return Err(GraphError::UpdateState {
-                    thread: thread.to_string(),
-                    reason: format!(
-                        "node `{}` picks its route in its body, so an update cannot act as it; name a node with static edges or a router",
-                        spec.name
-                    ),
-                });
-            }
-            let ran = [Task::pull(node)];
-            let mut outputs = [Some(NodeOutput::update(S::Update::default()))];
-            planner.plan(graph, &ran, &mut outputs, &state, u64::MAX)
-        }
-    };
-    let mut persist = Persist::new(Arc::clone(&graph.saver), Arc::clone(&thread), Durability::Sync, Some(&head));
-    persist.current = Arc::from(base.id.as_str());
-    persist.current_step = base.step + 1;
-    persist.put_checkpoint(graph, &state, &next, &planner, Source::Update, true).await?;
-    Ok(persist.current.to_string())
-}
-
-/// The interrupts pending at `checkpoint` of `thread`.
-pub(crate) async fn pending_interrupts<S: State, C>(
-    graph: &Inner<S, C>,
-    thread: &str,
-    checkpoint: &str,
-    tasks: usize,
-) -> Result<Vec<Interrupt>, GraphError> {
-    let stored = Stored::<S>::load(graph, thread, checkpoint, tasks).await?;
-    Ok(stored.pending().into_iter().map(|(_, i)| i).collect())
-}
-
-/// Rebuilds the state at `record`: its snapshot, or the nearest snapshot before it with the
-/// writes of every step since folded in.
-pub(crate) async fn load_state<S: State, C>(
-    graph: &Inner<S, C>,
-    thread: &str,
-    record: &CheckpointRecord,
-) -> Result<S, GraphError> {
-    let mut chain = Vec::new();
-    let mut cursor = record.clone();
-    let base = loop {
-        let at = At { thread, checkpoint: &cursor.id };
-        at.check_format(cursor.format, "format")?;
-        let body: Body<S> = record::decode_body(graph, &at, &cursor.body)?;
-        if let Some(state) = body.state {
-            break state;
-        }
-        let parent_id =
-            cursor.parent_id.clone().ok_or_else(|| at.corrupt("parent", "no snapshot before this checkpoint"))?;
-        let parent = graph
-            .saver
-            .get(thread, Some(&parent_id))
-            .await?
-            .ok_or_else(|| at.corrupt("parent", format!("its parent {parent_id} is missing")))?;
-        chain.push(parent.id.clone());
-        cursor = parent;
-    };
-    let mut state = base;
-    for checkpoint in chain.iter().rev() {
-        let at = At { thread, checkpoint };
-        for write in graph.saver.writes(thread, checkpoint).await? {
-            match record::decode_write(graph, &at, write.task, write.index, &write.body)? {
-                Decoded::Input(update) => state.apply(update),
-                Decoded::Output(mut output) => state.apply_mut(&mut output.update),
-                Decoded::Interrupt(_) | Decoded::Answer(..) => {}
-            }
-        }
-    }
-    Ok(state)
+/// The outputs already stored for the tasks of a checkpoint, as the executor takes them.
+pub(crate) fn saved_outputs<S: State>(outputs: Vec<Option<SavedOutput<S>>>) -> Vec<Option<NodeOutput<S>>> {
+    outputs.into_iter().map(|o| o.map(|o| o.output)).collect()
 }

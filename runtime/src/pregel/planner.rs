@@ -26,8 +26,27 @@ impl Planner {
         }
     }
 
+    /// The tasks of a run's first step, from the state after its input: the nodes with an edge
+    /// from START, where each router from START leads, then the Sends from START.
+    pub(crate) fn start<S: State, C>(&mut self, graph: &Inner<S, C>, state: &S) -> Vec<Task> {
+        // A stamp no step uses (steps count from 1, and `planned` starts at 0).
+        const FIRST: u64 = u64::MAX;
+        for &entry in &graph.start.entries {
+            self.trigger(graph, Target(entry), FIRST);
+        }
+        for router in &graph.start.routers {
+            self.trigger(graph, router.targets[(router.pick)(state)], FIRST);
+        }
+        let mut tasks = self.take_pulled();
+        for (make, target) in &graph.start.sends {
+            tasks.extend(make(state).into_iter().map(|payload| Task::send(*target, payload)));
+        }
+        tasks
+    }
+
     /// The tasks of the step after `step`: pulled nodes in declaration order (each once), then
-    /// Send tasks in the order they were sent. Deferred nodes run when nothing else is left.
+    /// Send tasks in the order they were sent. A task's node's static edges, the routes it
+    /// returned and its routers are all followed. Deferred nodes run when nothing else is left.
     pub(crate) fn plan<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
@@ -37,48 +56,57 @@ impl Planner {
         step: u64,
     ) -> Vec<Task> {
         let mut sends = Vec::new();
-        for (task, output) in ran.iter().zip(outputs.iter_mut().flatten()) {
+        for (task, output) in ran.iter().zip(outputs.iter_mut()) {
+            let Some(output) = output else { continue };
             let node = &graph.nodes[task.node as usize];
             for &(join, slot) in &*node.joins {
                 self.fill_join(graph, join, slot, step);
             }
-            match &output.goto {
-                Goto::Edges if node.router.is_some() => {
-                    if !self.routed.contains(&task.node) {
-                        self.routed.push(task.node);
-                    }
+            for &target in &*node.edges {
+                self.trigger(graph, target, step);
+            }
+            if let Goto::Routes(routes) = &output.goto {
+                for &route in routes {
+                    self.trigger(graph, node.routes[route as usize], step);
                 }
-                Goto::Edges => {
-                    for &target in &*node.edges {
-                        self.trigger(graph, target, step);
-                    }
-                }
-                Goto::Routes(routes) => {
-                    for &route in routes {
-                        self.trigger(graph, node.routes[route as usize], step);
-                    }
-                }
+            }
+            if !node.routers.is_empty() && !self.routed.contains(&task.node) {
+                self.routed.push(task.node);
             }
             for payload in output.sends.drain(..) {
                 sends.push(Task::send(node.sends[payload.target as usize], payload.value));
             }
         }
         for i in 0..self.routed.len() {
-            let node = &graph.nodes[self.routed[i] as usize];
-            if let Some(router) = &node.router {
-                let route = router(state);
-                self.trigger(graph, node.routes[route], step);
+            for router in &*graph.nodes[self.routed[i] as usize].routers {
+                self.trigger(graph, router.targets[(router.pick)(state)], step);
             }
         }
         self.routed.clear();
         if self.pull.is_empty() && sends.is_empty() {
             self.release_deferred();
         }
-        self.pull.sort_unstable();
-        let mut tasks = Vec::with_capacity(self.pull.len() + sends.len());
-        tasks.extend(self.pull.drain(..).map(Task::pull));
+        let mut tasks = self.take_pulled();
         tasks.append(&mut sends);
         tasks
+    }
+
+    /// The nodes triggered so far, in declaration order, as tasks.
+    fn take_pulled(&mut self) -> Vec<Task> {
+        self.pull.sort_unstable();
+        self.pull.drain(..).map(Task::pull).collect()
+    }
+
+    /// Adds `nodes` to `tasks` as pulled tasks where they are not already pulled (a command's
+    /// `goto`), keeping pulled tasks in declaration order before Send tasks.
+    pub(crate) fn add_pulled(tasks: &mut Vec<Task>, nodes: &[u32]) {
+        for &node in nodes {
+            if tasks.iter().any(|t| t.node == node && t.payload.is_none()) {
+                continue;
+            }
+            let at = tasks.iter().position(|t| t.payload.is_some() || t.node > node).unwrap_or(tasks.len());
+            tasks.insert(at, Task::pull(node));
+        }
     }
 
     /// Deferred nodes and join progress, to store in a checkpoint.

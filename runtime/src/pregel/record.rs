@@ -1,84 +1,47 @@
-//! The bodies of checkpoint and write records, and their decoding into runnable parts.
+//! The stored records of a thread, and their decoding into runnable parts.
 //!
-//! Records name nodes by name, not index, so a record stays readable when nodes are added or
-//! reordered. Bodies are JSON: self-describing (the state types may use any serde feature),
-//! readable when a record has to be inspected, and decoded field by field so a damaged record
-//! is reported with the field that failed.
+//! A checkpoint's body holds the next step's tasks (nodes by name, Send payloads), the
+//! planner's progress, the list of the parent's writes its state folds in, and now and then a
+//! snapshot of the state. A write is a task's output, the run's input, an interrupt, the answer
+//! to one, or the outcome of a step that paused or failed. Every body is sealed with an
+//! integrity check over the body and the record's columns (see `codec::checksum`), and
+//! decoding is strict: every field present, nothing extra, each write checked against the task
+//! it claims to belong to. Records name nodes by name, so a graph may gain or reorder nodes and
+//! still read its old threads.
 
-use crate::checkpoint::{CheckpointError, FORMAT_VERSION};
+use super::codec::checksum::{self, CheckpointKey, WriteKey};
+use super::codec::envelope::{In, Out};
+use super::codec::{self, DecodeError, EncodeError};
+use crate::checkpoint::{CheckpointError, CheckpointRecord, FORMAT_VERSION, WriteRecord};
+use crate::error::GraphError;
 use crate::graph::Inner;
 use crate::interrupt::Interrupt;
 use crate::node::{Goto, NodeOutput, Payload};
 use crate::pregel::Task;
 use crate::state::State;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The node name of the pseudo-task that carries a run's input.
-pub(crate) const INPUT: &str = "__input__";
+/// The write index of a task's output (or of the run's input).
+pub(crate) const OUTPUT_INDEX: u32 = 0;
+/// The task index under which a step's outcome records are stored (one per pause or failure).
+pub(crate) const OUTCOME_TASK: u32 = u32::MAX;
 
-#[derive(Serialize)]
-struct BodyOut<'a, S> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    state: Option<&'a S>,
-    next: Vec<TaskOut<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    deferred: Vec<&'a str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    joins: Vec<Vec<bool>>,
+/// The write index of a task's `n`-th interrupt.
+pub(crate) fn interrupt_index(call: u32) -> u32 {
+    1 + 2 * call
 }
 
-#[derive(Serialize)]
-struct TaskOut<'a> {
-    node: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    payload: Option<Value>,
+/// The write index of the answer to a task's `n`-th interrupt.
+pub(crate) fn answer_index(call: u32) -> u32 {
+    2 + 2 * call
 }
 
-#[derive(Deserialize)]
-struct BodyIn {
-    #[serde(default)]
-    state: Option<Value>,
-    next: Vec<TaskIn>,
-    #[serde(default)]
-    deferred: Vec<String>,
-    #[serde(default)]
-    joins: Vec<Vec<bool>>,
-}
-
-#[derive(Deserialize)]
-struct TaskIn {
-    node: String,
-    #[serde(default)]
-    payload: Option<Value>,
-}
-
-#[derive(Serialize)]
-struct WriteOut<'a, U> {
-    node: &'a str,
-    update: &'a U,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    goto: Option<&'a [u32]>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    sends: Vec<(u32, Value)>,
-}
-
-#[derive(Deserialize)]
-struct WriteIn {
-    node: String,
-    update: Value,
-    #[serde(default)]
-    goto: Option<Vec<u32>>,
-    #[serde(default)]
-    sends: Vec<(u32, Value)>,
-}
-
-/// A decoded checkpoint body.
-pub(crate) struct Body<S> {
-    pub(crate) state: Option<S>,
-    pub(crate) next: Vec<Task>,
-    pub(crate) deferred: Vec<u32>,
-    pub(crate) joins: Vec<Vec<bool>>,
+mod kind {
+    pub(super) const OUTPUT: u64 = 0;
+    pub(super) const INPUT: u64 = 1;
+    pub(super) const INTERRUPT: u64 = 2;
+    pub(super) const ANSWER: u64 = 3;
+    pub(super) const OUTCOME: u64 = 4;
 }
 
 /// Where a decoding error is reported.
@@ -100,6 +63,17 @@ impl At<'_> {
         }
     }
 
+    /// A decoding error under `field` (its path within the value appended).
+    fn decoding(&self, field: &str, error: DecodeError) -> CheckpointError {
+        let field = match (field.is_empty(), error.path.is_empty()) {
+            (_, true) => field.to_owned(),
+            (true, false) => error.path,
+            (false, false) if error.path.starts_with('[') => format!("{field}{}", error.path),
+            (false, false) => format!("{field}.{}", error.path),
+        };
+        self.corrupt(field, error.reason)
+    }
+
     pub(crate) fn check_format(&self, format: u16, field: &str) -> Result<(), CheckpointError> {
         if format == FORMAT_VERSION {
             Ok(())
@@ -109,191 +83,506 @@ impl At<'_> {
     }
 }
 
-/// Encodes a checkpoint body: the state when `snapshot`, and the next step's tasks.
-pub(crate) fn encode_body<S: State, C>(
-    graph: &Inner<S, C>,
-    state: Option<&S>,
-    next: &[Task],
-    deferred: &[u32],
-    joins: &[Vec<bool>],
-) -> Result<Vec<u8>, CheckpointError> {
-    let mut tasks = Vec::with_capacity(next.len());
-    for task in next {
-        let node = &graph.nodes[task.node as usize];
-        let payload = match (&task.payload, &node.takes) {
-            (Some(payload), Some(kind)) => Some(
-                (kind.encode)(&**payload)
-                    .map_err(|e| CheckpointError::backend(format!("encoded a payload for `{}`", node.name), e))?,
-            ),
-            _ => None,
-        };
-        tasks.push(TaskOut { node: &node.name, payload });
-    }
-    let body = BodyOut {
-        state,
-        next: tasks,
-        deferred: deferred.iter().map(|&n| &*graph.node_names[n as usize]).collect(),
-        joins: joins.to_vec(),
-    };
-    serde_json::to_vec(&body).map_err(|e| CheckpointError::backend("encoded a checkpoint", e))
+/// A value of a step that cannot be stored: the step fails with this error, naming what held it.
+pub(crate) fn unstorable(what: impl Into<String>, error: EncodeError) -> GraphError {
+    GraphError::Unstorable { what: what.into(), field: error.path, reason: error.reason }
 }
 
-/// Decodes a checkpoint body.
+/// A write of the step before a checkpoint that the checkpoint's state includes: its key and check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Folded {
+    pub(crate) task: u32,
+    pub(crate) index: u32,
+    pub(crate) check: u32,
+}
+
+/// A decoded checkpoint body.
+pub(crate) struct Body<S> {
+    pub(crate) state: Option<S>,
+    pub(crate) next: Vec<Task>,
+    /// The run's input is stored but not yet applied (an input checkpoint): continuing from
+    /// here applies it, then runs the graph's entry.
+    pub(crate) input_pending: bool,
+    pub(crate) deferred: Vec<u32>,
+    pub(crate) joins: Vec<Vec<bool>>,
+    /// The writes of the parent checkpoint that this state folds in, in fold order.
+    pub(crate) folded: Vec<Folded>,
+}
+
+/// What a checkpoint body is made of, to encode.
+pub(crate) struct BodyParts<'a, S> {
+    pub(crate) state: Option<&'a S>,
+    pub(crate) next: &'a [Task],
+    pub(crate) input_pending: bool,
+    pub(crate) deferred: &'a [u32],
+    pub(crate) joins: &'a [Vec<bool>],
+    pub(crate) folded: &'a [Folded],
+}
+
+/// Encodes a checkpoint body's payload (without its integrity check).
+pub(crate) fn encode_body<S: State, C>(graph: &Inner<S, C>, parts: &BodyParts<'_, S>) -> Result<Vec<u8>, GraphError> {
+    let mut out = Out::with_capacity(32);
+    out.array(parts.next.len());
+    for task in parts.next {
+        let node = &graph.nodes[task.node as usize];
+        match (&task.payload, &node.takes) {
+            (Some(payload), Some(kind)) => {
+                out.array(2);
+                out.text(&node.name);
+                let start = out.bytes.len();
+                (kind.encode)(&**payload, &mut out.bytes)
+                    .map_err(|e| unstorable(format!("a Send payload for `{}`", node.name), e))?;
+                wrap_blob(&mut out.bytes, start);
+            }
+            _ => out.text(&node.name),
+        }
+    }
+    out.flag(parts.input_pending);
+    out.array(parts.deferred.len());
+    for &node in parts.deferred {
+        out.text(&graph.node_names[node as usize]);
+    }
+    out.array(parts.joins.len());
+    for join in parts.joins {
+        out.array(join.len());
+        for &filled in join {
+            out.flag(filled);
+        }
+    }
+    out.array(parts.folded.len());
+    for folded in parts.folded {
+        out.array(3);
+        out.uint(u64::from(folded.task));
+        out.uint(u64::from(folded.index));
+        out.uint(u64::from(folded.check));
+    }
+    out.flag(parts.state.is_some());
+    if let Some(state) = parts.state {
+        codec::encode(&mut out.bytes, state).map_err(|e| unstorable("the state", e))?;
+    }
+    Ok(out.bytes)
+}
+
+/// Turns the bytes written since `start` into one `MessagePack` `bin` value, in place.
+fn wrap_blob(bytes: &mut Vec<u8>, start: usize) {
+    let value = bytes.split_off(start);
+    let mut header = Vec::with_capacity(5);
+    let _ = rmp::encode::write_bin_len(&mut header, value.len() as u32);
+    bytes.extend_from_slice(&header);
+    bytes.extend_from_slice(&value);
+}
+
+/// Seals a checkpoint payload into a stored record.
+pub(crate) fn seal_checkpoint(mut record: CheckpointRecord, payload: Vec<u8>) -> CheckpointRecord {
+    let check = key_of(&record).check(&payload);
+    record.body = checksum::seal(payload, check);
+    record
+}
+
+fn key_of(record: &CheckpointRecord) -> CheckpointKey<'_> {
+    CheckpointKey {
+        thread: &record.thread_id,
+        id: &record.id,
+        parent: record.parent_id.as_deref(),
+        step: record.step,
+        source: record.source,
+        created_at_ms: record.created_at_ms,
+        format: record.format,
+    }
+}
+
+/// Decodes a stored checkpoint, verifying its integrity check first.
 pub(crate) fn decode_body<S: State, C>(
     graph: &Inner<S, C>,
-    at: &At<'_>,
-    bytes: &[u8],
+    thread: &str,
+    record: &CheckpointRecord,
 ) -> Result<Body<S>, CheckpointError> {
-    let body: BodyIn = serde_json::from_slice(bytes).map_err(|e| at.corrupt("body", e))?;
-    let state = match body.state {
-        Some(value) => Some(serde_json::from_value::<S>(value).map_err(|e| at.corrupt("state", e))?),
-        None => None,
-    };
-    let mut next = Vec::with_capacity(body.next.len());
-    for (i, task) in body.next.into_iter().enumerate() {
-        let node =
-            node_index(graph, &task.node).ok_or_else(|| at.corrupt(format!("next[{i}].node"), unknown(&task.node)))?;
-        let payload = match (task.payload, &graph.nodes[node as usize].takes) {
-            (Some(value), Some(kind)) => {
-                Some((kind.decode)(value).map_err(|e| at.corrupt(format!("next[{i}].payload"), e))?)
+    let at = At { thread, checkpoint: &record.id };
+    at.check_format(record.format, "format")?;
+    if record.thread_id != thread {
+        return Err(at.corrupt("thread_id", format!("the record belongs to thread `{}`", record.thread_id)));
+    }
+    let payload = checksum::open(&record.body, |p| key_of(record).check(p)).map_err(|e| at.corrupt("body", e))?;
+    let mut input = In::new(payload);
+    let fail = |e: DecodeError| at.decoding("", e);
+    let tasks = input.array("next").map_err(fail)?;
+    let mut next = Vec::with_capacity(tasks);
+    for i in 0..tasks {
+        let field = format!("next[{i}]");
+        let (name, payload) = if input.is_text() {
+            (input.text(&field).map_err(fail)?, None)
+        } else {
+            if input.array(&field).map_err(fail)? != 2 {
+                return Err(at.corrupt(field, "a task is a node name, or a node name and a payload"));
+            }
+            let name = input.text(&format!("{field}.node")).map_err(fail)?;
+            (name, Some(input.blob(&format!("{field}.payload")).map_err(fail)?))
+        };
+        let node = node_index(graph, name).ok_or_else(|| at.corrupt(format!("{field}.node"), unknown(name)))?;
+        let payload = match (payload, &graph.nodes[node as usize].takes) {
+            (Some(bytes), Some(kind)) => {
+                Some((kind.decode)(bytes).map_err(|e| at.decoding(&format!("{field}.payload"), e))?)
             }
             (None, None) => None,
             (Some(_), None) => {
-                return Err(at.corrupt(format!("next[{i}].payload"), format!("node `{}` takes no payload", task.node)));
+                return Err(at.corrupt(format!("{field}.payload"), format!("node `{name}` takes no payload")));
             }
             (None, Some(_)) => {
-                return Err(at.corrupt(format!("next[{i}].payload"), format!("node `{}` needs a payload", task.node)));
+                return Err(at.corrupt(format!("{field}.payload"), format!("node `{name}` needs a payload")));
             }
         };
         next.push(Task { node, payload, answers: None });
     }
-    let deferred = body
-        .deferred
-        .iter()
-        .map(|name| node_index(graph, name).ok_or_else(|| at.corrupt("deferred", unknown(name))))
-        .collect::<Result<_, _>>()?;
-    if body.joins.len() != graph.joins.len()
-        || body.joins.iter().zip(&graph.joins).any(|(j, g)| j.len() != g.sources as usize)
-    {
+    let input_pending = input.flag("input_pending").map_err(fail)?;
+    let count = input.array("deferred").map_err(fail)?;
+    let mut deferred = Vec::with_capacity(count);
+    for _ in 0..count {
+        let name = input.text("deferred").map_err(fail)?;
+        deferred.push(node_index(graph, name).ok_or_else(|| at.corrupt("deferred", unknown(name)))?);
+    }
+    let count = input.array("joins").map_err(fail)?;
+    let mut joins = Vec::with_capacity(count);
+    for _ in 0..count {
+        let slots = input.array("joins").map_err(fail)?;
+        let mut join = Vec::with_capacity(slots);
+        for _ in 0..slots {
+            join.push(input.flag("joins").map_err(fail)?);
+        }
+        joins.push(join);
+    }
+    if joins.len() != graph.joins.len() || joins.iter().zip(&graph.joins).any(|(j, g)| j.len() != g.sources as usize) {
         return Err(at.corrupt("joins", "the graph's joins differ from the stored ones"));
     }
-    Ok(Body { state, next, deferred, joins: body.joins })
+    let count = input.array("folded").map_err(fail)?;
+    let mut folded = Vec::with_capacity(count);
+    for _ in 0..count {
+        if input.array("folded").map_err(fail)? != 3 {
+            return Err(at.corrupt("folded", "an entry that is not (task, index, check)"));
+        }
+        folded.push(Folded {
+            task: input.u32("folded").map_err(fail)?,
+            index: input.u32("folded").map_err(fail)?,
+            check: input.u32("folded").map_err(fail)?,
+        });
+    }
+    let state = if input.flag("state").map_err(fail)? {
+        Some(codec::decode::<S>(input.rest()).map_err(|e| at.decoding("state", e))?)
+    } else {
+        input.end("state").map_err(fail)?;
+        None
+    };
+    Ok(Body { state, next, input_pending, deferred, joins, folded })
 }
 
-/// Encodes the write of one finished task.
-pub(crate) fn encode_write<S: State, C>(
+/// Seals a write payload into a stored record keyed to `checkpoint`'s task `task`.
+pub(crate) fn seal_write(thread: &str, checkpoint: &str, task: u32, index: u32, payload: Vec<u8>) -> WriteRecord {
+    let key = WriteKey { thread, checkpoint, task, index, format: FORMAT_VERSION };
+    let check = key.check(&payload);
+    WriteRecord {
+        thread_id: thread.to_owned(),
+        checkpoint_id: checkpoint.to_owned(),
+        task,
+        index,
+        format: FORMAT_VERSION,
+        body: checksum::seal(payload, check),
+    }
+}
+
+/// The integrity check a sealed record ends with.
+pub(crate) fn check_of(body: &[u8]) -> u32 {
+    let tail = &body[body.len().saturating_sub(checksum::LEN)..];
+    tail.try_into().map_or(0, u32::from_le_bytes)
+}
+
+/// Encodes the output of one finished task.
+pub(crate) fn encode_output<S: State, C>(
     graph: &Inner<S, C>,
     task: &Task,
     output: &NodeOutput<S>,
-) -> Result<Vec<u8>, CheckpointError> {
+) -> Result<Vec<u8>, GraphError> {
     let node = &graph.nodes[task.node as usize];
-    let mut sends = Vec::with_capacity(output.sends.len());
+    let mut out = Out::with_capacity(64);
+    out.uint(kind::OUTPUT);
+    out.text(&node.name);
+    match &output.goto {
+        Goto::Edges => out.nil(),
+        Goto::Routes(routes) => {
+            out.array(routes.len());
+            for &route in routes {
+                out.uint(u64::from(route));
+            }
+        }
+    }
+    out.array(output.sends.len());
     for payload in &output.sends {
         let target = &graph.nodes[node.sends[payload.target as usize] as usize];
-        let kind = target
-            .takes
-            .as_ref()
-            .ok_or_else(|| CheckpointError::backend("encoded a Send", "its target takes no payload"))?;
-        let value = (kind.encode)(&*payload.value)
-            .map_err(|e| CheckpointError::backend(format!("encoded a payload for `{}`", target.name), e))?;
-        sends.push((payload.target, value));
+        let kind = target.takes.as_ref().ok_or_else(|| GraphError::Unstorable {
+            what: format!("a Send from `{}`", node.name),
+            field: String::new(),
+            reason: format!("its target `{}` takes no payload", target.name),
+        })?;
+        out.array(2);
+        out.uint(u64::from(payload.target));
+        let start = out.bytes.len();
+        (kind.encode)(&*payload.value, &mut out.bytes)
+            .map_err(|e| unstorable(format!("a Send payload from `{}` to `{}`", node.name, target.name), e))?;
+        wrap_blob(&mut out.bytes, start);
     }
-    let goto = match &output.goto {
-        Goto::Edges => None,
-        Goto::Routes(routes) => Some(routes.as_slice()),
-    };
-    encode_input_like(&node.name, &output.update, goto, sends)
+    codec::encode(&mut out.bytes, &*output.update)
+        .map_err(|e| unstorable(format!("the update of node `{}`", node.name), e))?;
+    Ok(out.bytes)
 }
 
-/// Encodes a run's input as the write of the input pseudo-task.
-pub(crate) fn encode_input<S: State>(update: &S::Update) -> Result<Vec<u8>, CheckpointError> {
-    encode_input_like(INPUT, update, None, Vec::new())
+/// Encodes a run's input.
+pub(crate) fn encode_input<S: State>(update: &S::Update) -> Result<Vec<u8>, GraphError> {
+    let mut out = Out::with_capacity(32);
+    out.uint(kind::INPUT);
+    codec::encode(&mut out.bytes, update).map_err(|e| unstorable("the run's input", e))?;
+    Ok(out.bytes)
 }
 
-fn encode_input_like<U: Serialize>(
-    node: &str,
-    update: &U,
-    goto: Option<&[u32]>,
-    sends: Vec<(u32, Value)>,
-) -> Result<Vec<u8>, CheckpointError> {
-    serde_json::to_vec(&WriteOut { node, update, goto, sends })
-        .map_err(|e| CheckpointError::backend("encoded a task's write", e))
-}
-
-/// A decoded write: the task's output, the run's input, an interrupt the task raised, or the
-/// answer it was given. Index 0 holds the output (or input); index `1 + 2n` the task's `n`-th
-/// interrupt; index `2 + 2n` its answer.
-pub(crate) enum Decoded<S: State> {
-    Input(S::Update),
-    Output(NodeOutput<S>),
-    Interrupt(Interrupt),
-    Answer(u32, Value),
-}
-
-/// The write index of a task's `n`-th interrupt.
-pub(crate) fn interrupt_index(call: u32) -> u32 {
-    1 + 2 * call
-}
-
-/// The write index of the answer to a task's `n`-th interrupt.
-pub(crate) fn answer_index(call: u32) -> u32 {
-    2 + 2 * call
-}
-
-/// Encodes an interrupt a task raised.
-pub(crate) fn encode_interrupt(interrupt: &Interrupt) -> Result<Vec<u8>, CheckpointError> {
-    serde_json::to_vec(interrupt).map_err(|e| CheckpointError::backend("encoded an interrupt", e))
+/// Encodes an interrupt a task raised during the pause numbered `outcome`.
+pub(crate) fn encode_interrupt(interrupt: &Interrupt, outcome: u32) -> Result<Vec<u8>, GraphError> {
+    let mut out = Out::with_capacity(64);
+    out.uint(kind::INTERRUPT);
+    out.text(&interrupt.node);
+    out.uint(u64::from(outcome));
+    out.text(&interrupt.id);
+    codec::encode(&mut out.bytes, &interrupt.value)
+        .map_err(|e| unstorable(format!("the interrupt of node `{}`", interrupt.node), e))?;
+    Ok(out.bytes)
 }
 
 /// Encodes an answer to an interrupt.
-pub(crate) fn encode_answer(answer: &Value) -> Result<Vec<u8>, CheckpointError> {
-    serde_json::to_vec(answer).map_err(|e| CheckpointError::backend("encoded an interrupt's answer", e))
+pub(crate) fn encode_answer(answer: &Value) -> Result<Vec<u8>, GraphError> {
+    let mut out = Out::with_capacity(32);
+    out.uint(kind::ANSWER);
+    codec::encode(&mut out.bytes, answer).map_err(|e| unstorable("the answer to an interrupt", e))?;
+    Ok(out.bytes)
 }
 
-/// Decodes stored write `index` of task `task` of checkpoint `at`.
+/// How a step that did not complete ended, as stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// Tasks raised interrupts.
+    Paused,
+    /// A task failed.
+    Failed,
+    /// A breakpoint stopped the run before or after the step.
+    Breakpoint,
+}
+
+/// The record of a step that paused or failed: every write stored for the step by then (so a
+/// deleted or altered one is noticed), and the error of each task that failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub(crate) ending: Ending,
+    pub(crate) writes: Vec<Folded>,
+    pub(crate) errors: Vec<(u32, String)>,
+}
+
+/// Encodes an outcome record.
+pub(crate) fn encode_outcome(outcome: &Outcome) -> Vec<u8> {
+    let mut out = Out::with_capacity(32);
+    out.uint(kind::OUTCOME);
+    out.uint(match outcome.ending {
+        Ending::Paused => 0,
+        Ending::Failed => 1,
+        Ending::Breakpoint => 2,
+    });
+    out.array(outcome.writes.len());
+    for write in &outcome.writes {
+        out.array(3);
+        out.uint(u64::from(write.task));
+        out.uint(u64::from(write.index));
+        out.uint(u64::from(write.check));
+    }
+    out.array(outcome.errors.len());
+    for (task, error) in &outcome.errors {
+        out.array(2);
+        out.uint(u64::from(*task));
+        out.text(error);
+    }
+    out.bytes
+}
+
+/// A decoded write.
+pub(crate) enum Decoded<S: State> {
+    Input(S::Update),
+    Output(NodeOutput<S>),
+    Interrupt { outcome: u32, interrupt: Interrupt },
+    Answer(Value),
+    Outcome(Outcome),
+}
+
+/// Decodes stored write `record` of the checkpoint whose body is `body`, verifying its integrity
+/// check and that it belongs to the task it is keyed to.
 pub(crate) fn decode_write<S: State, C>(
     graph: &Inner<S, C>,
-    at: &At<'_>,
+    thread: &str,
+    record: &WriteRecord,
+    body: &Body<S>,
+) -> Result<Decoded<S>, CheckpointError> {
+    let at = At { thread, checkpoint: &record.checkpoint_id };
+    let (task, index) = (record.task, record.index);
+    let slot =
+        if task == OUTCOME_TASK { format!("writes[outcome {index}]") } else { format!("writes[{task}.{index}]") };
+    at.check_format(record.format, &format!("{slot}.format"))?;
+    let key = WriteKey { thread, checkpoint: &record.checkpoint_id, task, index, format: record.format };
+    let payload = checksum::open(&record.body, |p| key.check(p)).map_err(|e| at.corrupt(&slot, e))?;
+    let mut input = In::new(payload);
+    let place = Place { at: &at, slot: &slot, task, index };
+    match input.uint("kind").map_err(|e| place.fail(e))? {
+        kind::INPUT => {
+            if !body.input_pending || task != 0 || index != OUTPUT_INDEX {
+                return Err(place.wrong("a run's input"));
+            }
+            Ok(Decoded::Input(codec::decode(input.rest()).map_err(|e| place.field("update", e))?))
+        }
+        kind::OUTPUT => decode_output(graph, &place, input, body),
+        kind::INTERRUPT => {
+            let name = input.text("node").map_err(|e| place.fail(e))?;
+            if index % 2 != 1 || place.node_of(graph, body) != Some(name) {
+                return Err(place.wrong(&format!("an interrupt of node `{name}`")));
+            }
+            let outcome = input.u32("outcome").map_err(|e| place.fail(e))?;
+            let id = input.text("id").map_err(|e| place.fail(e))?.to_owned();
+            let value = codec::decode(input.rest()).map_err(|e| place.field("value", e))?;
+            let interrupt = Interrupt { id, node: name.to_owned(), value, call: (index - 1) / 2 };
+            Ok(Decoded::Interrupt { outcome, interrupt })
+        }
+        kind::ANSWER => {
+            if index < 2 || index % 2 != 0 || place.node_of(graph, body).is_none() {
+                return Err(place.wrong("an answer to an interrupt"));
+            }
+            Ok(Decoded::Answer(codec::decode(input.rest()).map_err(|e| place.field("answer", e))?))
+        }
+        kind::OUTCOME => {
+            if task != OUTCOME_TASK {
+                return Err(place.wrong("a step's outcome"));
+            }
+            decode_outcome(&place, input).map(Decoded::Outcome)
+        }
+        other => Err(at.corrupt(format!("{slot}.kind"), format!("unknown kind of write {other}"))),
+    }
+}
+
+/// Where a write being decoded sits, for its errors and checks.
+struct Place<'a> {
+    at: &'a At<'a>,
+    slot: &'a str,
     task: u32,
     index: u32,
-    bytes: &[u8],
+}
+
+impl Place<'_> {
+    fn fail(&self, error: DecodeError) -> CheckpointError {
+        self.at.decoding(self.slot, error)
+    }
+
+    fn field(&self, name: &str, error: DecodeError) -> CheckpointError {
+        self.at.decoding(&format!("{}.{name}", self.slot), error)
+    }
+
+    fn corrupt(&self, name: &str, reason: impl ToString) -> CheckpointError {
+        self.at.corrupt(format!("{}.{name}", self.slot), reason)
+    }
+
+    fn wrong(&self, what: &str) -> CheckpointError {
+        self.at.corrupt(self.slot, format!("{what} is stored under the wrong key"))
+    }
+
+    /// The node of the task the write is keyed to.
+    fn node_of<'g, S: State, C>(&self, graph: &'g Inner<S, C>, body: &Body<S>) -> Option<&'g str> {
+        body.next.get(self.task as usize).map(|t| &*graph.node_names[t.node as usize])
+    }
+}
+
+/// A task's output: its node (checked against the task's), routes, Sends and update.
+fn decode_output<S: State, C>(
+    graph: &Inner<S, C>,
+    place: &Place<'_>,
+    mut input: In<'_>,
+    body: &Body<S>,
 ) -> Result<Decoded<S>, CheckpointError> {
-    let field = |name: &str| format!("writes[{task}].{name}");
-    if index > 0 {
-        let call = (index - 1) / 2;
-        return if index % 2 == 1 {
-            serde_json::from_slice(bytes).map(Decoded::Interrupt).map_err(|e| at.corrupt(field("interrupt"), e))
-        } else {
-            serde_json::from_slice(bytes).map(|v| Decoded::Answer(call, v)).map_err(|e| at.corrupt(field("answer"), e))
-        };
+    let name = input.text("node").map_err(|e| place.fail(e))?;
+    if place.index != OUTPUT_INDEX {
+        return Err(place.wrong("a task's output"));
     }
-    let write: WriteIn = serde_json::from_slice(bytes).map_err(|e| at.corrupt(field("body"), e))?;
-    let update: S::Update = serde_json::from_value(write.update).map_err(|e| at.corrupt(field("update"), e))?;
-    if write.node == INPUT {
-        return Ok(Decoded::Input(update));
-    }
-    let node = node_index(graph, &write.node).ok_or_else(|| at.corrupt(field("node"), unknown(&write.node)))?;
-    let spec = &graph.nodes[node as usize];
-    let goto = match write.goto {
-        None => Goto::Edges,
-        Some(routes) => {
-            if let Some(bad) = routes.iter().find(|&&r| r as usize >= spec.routes.len()) {
-                return Err(at.corrupt(field("goto"), format!("route {bad} is not a route of `{}`", write.node)));
-            }
-            Goto::Routes(routes)
+    match place.node_of(graph, body) {
+        Some(expected) if expected == name => {}
+        Some(expected) => {
+            return Err(place
+                .corrupt("node", format!("the write names node `{name}`, but task {} runs `{expected}`", place.task)));
         }
+        None => return Err(place.at.corrupt(place.slot, format!("the checkpoint has no task {}", place.task))),
+    }
+    let spec = &graph.nodes[body.next[place.task as usize].node as usize];
+    let goto = if input.nil() {
+        Goto::Edges
+    } else {
+        let count = input.array("goto").map_err(|e| place.fail(e))?;
+        let mut routes = Vec::with_capacity(count);
+        for _ in 0..count {
+            let route = input.u32("goto").map_err(|e| place.fail(e))?;
+            if route as usize >= spec.routes.len() {
+                return Err(place.corrupt("goto", format!("route {route} is not a route of `{name}`")));
+            }
+            routes.push(route);
+        }
+        Goto::Routes(routes)
     };
-    let mut sends = Vec::with_capacity(write.sends.len());
-    for (target, value) in write.sends {
+    let count = input.array("sends").map_err(|e| place.fail(e))?;
+    let mut sends = Vec::with_capacity(count);
+    for _ in 0..count {
+        if input.array("sends").map_err(|e| place.fail(e))? != 2 {
+            return Err(place.corrupt("sends", "a Send is a target and a payload"));
+        }
+        let target = input.u32("sends").map_err(|e| place.fail(e))?;
+        let bytes = input.blob("sends").map_err(|e| place.fail(e))?;
         let kind = spec
             .sends
             .get(target as usize)
             .and_then(|&t| graph.nodes[t as usize].takes)
-            .ok_or_else(|| at.corrupt(field("sends"), format!("`{}` has no Send target {target}", write.node)))?;
-        let payload = (kind.decode)(value).map_err(|e| at.corrupt(field("sends"), e))?;
-        sends.push(Payload { target, value: payload });
+            .ok_or_else(|| place.corrupt("sends", format!("`{name}` has no Send target {target}")))?;
+        let value = (kind.decode)(bytes).map_err(|e| place.field("sends", e))?;
+        sends.push(Payload { target, value });
     }
+    let update = codec::decode::<S::Update>(input.rest()).map_err(|e| place.field("update", e))?;
     Ok(Decoded::Output(NodeOutput { update: Box::new(update), goto, sends }))
+}
+
+/// A step's outcome record.
+fn decode_outcome(place: &Place<'_>, mut input: In<'_>) -> Result<Outcome, CheckpointError> {
+    let fail = |e| place.fail(e);
+    let ending = match input.uint("ending").map_err(fail)? {
+        0 => Ending::Paused,
+        1 => Ending::Failed,
+        2 => Ending::Breakpoint,
+        other => return Err(place.corrupt("ending", format!("unknown ending {other}"))),
+    };
+    let count = input.array("writes").map_err(fail)?;
+    let mut writes = Vec::with_capacity(count);
+    for _ in 0..count {
+        if input.array("writes").map_err(fail)? != 3 {
+            return Err(place.corrupt("writes", "an entry that is not (task, index, check)"));
+        }
+        writes.push(Folded {
+            task: input.u32("writes").map_err(fail)?,
+            index: input.u32("writes").map_err(fail)?,
+            check: input.u32("writes").map_err(fail)?,
+        });
+    }
+    let count = input.array("errors").map_err(fail)?;
+    let mut errors = Vec::with_capacity(count);
+    for _ in 0..count {
+        if input.array("errors").map_err(fail)? != 2 {
+            return Err(place.corrupt("errors", "an entry that is not (task, error)"));
+        }
+        errors.push((input.u32("errors").map_err(fail)?, input.text("errors").map_err(fail)?.to_owned()));
+    }
+    input.end("outcome").map_err(fail)?;
+    Ok(Outcome { ending, writes, errors })
 }
 
 fn node_index<S: State, C>(graph: &Inner<S, C>, name: &str) -> Option<u32> {

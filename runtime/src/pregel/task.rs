@@ -4,9 +4,11 @@ use crate::error::{GraphError, NodeError};
 use crate::graph::{Action, CompiledNode, Inner, NodeResult};
 use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
+use crate::pregel::events;
 use crate::pregel::persist::Persist;
 use crate::runtime::{RunShared, Runtime, TaskInfo};
 use crate::state::State;
+use crate::stream::Sink;
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::any::Any;
@@ -39,10 +41,21 @@ pub(crate) enum Stop {
     Paused(Interrupt),
 }
 
-/// Runs every task of the step whose slot is empty; each slot receives its task's output.
-/// A failure cancels the tasks still running and fails the step, leaving the slots of the
-/// tasks that finished filled (so their writes can be kept). An interrupt is not a failure: the
-/// other tasks run on, and the step returns every interrupt raised, by task index.
+/// A step that failed: the task that failed first, and why.
+pub(crate) struct StepFailure {
+    pub(crate) task: usize,
+    pub(crate) error: GraphError,
+}
+
+/// How a step's tasks ended: the interrupts raised, by task index (empty when all finished).
+pub(crate) type StepResult = Result<Vec<(u32, Interrupt)>, StepFailure>;
+
+/// Runs every task of the step whose slot is empty; each slot receives its task's output, which
+/// is stored (or held for the checkpoint) as soon as the task finishes, and streamed when the
+/// run is. A failure cancels the tasks still running and fails the step, leaving the slots of
+/// the tasks that finished filled (so their writes can be kept). An interrupt is not a failure:
+/// the other tasks run on, and the step returns every interrupt raised, by task index.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     state: &S,
@@ -51,14 +64,34 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     tasks: &[Task],
     slots: &mut [Option<NodeOutput<S>>],
     mut persist: Option<&mut Persist>,
-) -> Result<Vec<(u32, Interrupt)>, GraphError> {
+    sink: Option<&Sink<S>>,
+) -> StepResult {
     let mut paused = Vec::new();
-    if let ([task], [slot @ None]) = (tasks, &mut *slots) {
-        match run_task(graph, state, run, at, 0, task).await {
-            Ok(output) => *slot = Some(output),
-            Err(Stop::Failed(error)) => return Err(error),
-            Err(Stop::Paused(interrupt)) => paused.push((0, interrupt)),
+    let alone = tasks.len() == 1;
+    let mut finish = async |index: usize, result: Result<NodeOutput<S>, Stop>, slots: &mut [Option<NodeOutput<S>>]| {
+        let task = &tasks[index];
+        let result = match (result, persist.as_deref_mut()) {
+            (Ok(output), Some(persist)) => match persist.save_finished(graph, index, task, &output, alone).await {
+                Ok(()) => Ok(output),
+                Err(error) => Err(Stop::Failed(error)),
+            },
+            (result, _) => result,
+        };
+        if let Some(sink) = sink {
+            events::task_finished(graph, sink, at.step, index, task, &result)
+                .await
+                .map_err(|error| StepFailure { task: index, error })?;
         }
+        match result {
+            Ok(output) => slots[index] = Some(output),
+            Err(Stop::Failed(error)) => return Err(StepFailure { task: index, error }),
+            Err(Stop::Paused(interrupt)) => paused.push((index as u32, interrupt)),
+        }
+        Ok(())
+    };
+    if let ([task], [None]) = (tasks, &*slots) {
+        let result = run_task(graph, state, run, at, 0, task).await;
+        finish(0, result, slots).await?;
         return Ok(paused);
     }
     let mut pending = FuturesUnordered::new();
@@ -67,34 +100,16 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
             continue;
         }
         let node = &graph.nodes[task.node as usize];
-        let plain_sync = matches!(node.action, Action::Sync(_)) && node.policy.retry.is_none();
+        let plain_sync = matches!(node.action, Action::Sync(_)) && node.policy.retry.is_empty();
         if plain_sync {
-            match run_task(graph, state, run, at, index as u32, task).await {
-                Ok(output) => {
-                    if let Some(persist) = persist.as_deref_mut() {
-                        persist.save_finished(graph, index, task, &output).await?;
-                    }
-                    slots[index] = Some(output);
-                }
-                Err(Stop::Failed(error)) => return Err(error),
-                Err(Stop::Paused(interrupt)) => paused.push((index as u32, interrupt)),
-            }
+            let result = run_task(graph, state, run, at, index as u32, task).await;
+            finish(index, result, slots).await?;
         } else {
             pending.push(async move { (index, run_task(graph, state, run, at, index as u32, task).await) });
         }
     }
     while let Some((index, result)) = pending.next().await {
-        match result {
-            Ok(output) => {
-                // Stored at once, so a crash while siblings still run cannot lose it.
-                if let Some(persist) = persist.as_deref_mut() {
-                    persist.save_finished(graph, index, &tasks[index], &output).await?;
-                }
-                slots[index] = Some(output);
-            }
-            Err(Stop::Failed(error)) => return Err(error),
-            Err(Stop::Paused(interrupt)) => paused.push((index as u32, interrupt)),
-        }
+        finish(index, result, slots).await?;
     }
     paused.sort_by_key(|(index, _)| *index);
     Ok(paused)
@@ -144,8 +159,7 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
                 Err(error) => error,
             },
         };
-        let retry = node.policy.retry.as_ref().filter(|p| attempt < p.max_attempts && (p.retry_on)(&error));
-        match retry {
+        match node.policy.retry_after(&error, attempt) {
             Some(policy) => {
                 tracing::debug!(node = %node.name, step, attempt, %error, "node failed; retrying");
                 tokio::time::sleep(policy.backoff(attempt)).await;

@@ -1,14 +1,19 @@
 //! The SQLite checkpointer: one file, the embedded default for durable runs.
 
-use super::{BatchOp, CheckpointError, CheckpointRecord, Checkpointer, ListFilter, Source, WriteRecord};
+mod liveness;
+
+use super::{BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, Source, WriteRecord};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use liveness::Owner;
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// The schema this version writes and reads; stored in `graphwright_meta`.
-const SCHEMA_VERSION: i64 = 1;
+/// The schema this version writes and reads; stored in `graphwright_meta`. Version 2 adds the
+/// claims table.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS graphwright_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -32,6 +37,11 @@ CREATE TABLE IF NOT EXISTS writes (
     body BLOB NOT NULL,
     PRIMARY KEY (thread_id, checkpoint_id, task, idx)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS graphwright_claims (
+    thread_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    fence INTEGER NOT NULL
+) WITHOUT ROWID;
 ";
 
 /// Keeps checkpoints in one SQLite file in WAL mode, with every commit synced (`synchronous =
@@ -54,6 +64,10 @@ CREATE TABLE IF NOT EXISTS writes (
 pub struct SqliteSaver {
     connection: Arc<Mutex<Connection>>,
     before_commit: Option<fn()>,
+    /// This saver's identity in the claims table.
+    owner: Arc<Owner>,
+    /// Threads this saver holds now, with the fence of each claim.
+    held: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl std::fmt::Debug for SqliteSaver {
@@ -82,6 +96,11 @@ impl SqliteSaver {
                 "INSERT OR IGNORE INTO graphwright_meta (key, value) VALUES ('schema_version', ?1)",
                 [SCHEMA_VERSION],
             )?;
+            // Version 1 lacked only the claims table, which the schema above creates.
+            c.execute(
+                "UPDATE graphwright_meta SET value = ?1 WHERE key = 'schema_version' AND value = 1",
+                [SCHEMA_VERSION],
+            )?;
             c.query_row("SELECT value FROM graphwright_meta WHERE key = 'schema_version'", [], |r| r.get(0)).optional()
         };
         let version = setup(&connection).map_err(|e| CheckpointError::backend("set up the checkpoint tables", e))?;
@@ -91,7 +110,13 @@ impl SqliteSaver {
                 format!("the file has schema version {version:?}; this version of graphwright reads {SCHEMA_VERSION}"),
             ));
         }
-        Ok(Self { connection: Arc::new(Mutex::new(connection)), before_commit: None })
+        let owner = Arc::new(Owner::new(connection.path().map(Path::new)));
+        Ok(Self {
+            connection: Arc::new(Mutex::new(connection)),
+            before_commit: None,
+            owner,
+            held: Arc::new(Mutex::new(HashMap::new())),
+        })
     }
 
     /// Calls `hook` inside every `put`, after its rows are written and before they commit: a
@@ -137,6 +162,34 @@ fn insert_writes(tx: &rusqlite::Transaction<'_>, writes: &[WriteRecord]) -> rusq
         insert.execute(params![w.thread_id, w.checkpoint_id, w.task, w.index, w.format, w.body])?;
     }
     Ok(())
+}
+
+/// Forgets this process's hold on `thread` if it is the claim with `fence` (a newer claim of
+/// the thread, after a delete, stays).
+fn forget(held: &Mutex<HashMap<String, u64>>, thread: &str, fence: u64) {
+    let mut held = held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if held.get(thread) == Some(&fence) {
+        held.remove(thread);
+    }
+}
+
+/// Fails unless `claim` is the thread's current claim and `owner` holds it.
+fn check_claim(tx: &Transaction<'_>, claim: &Claim, owner: &str) -> Result<(), CheckpointError> {
+    let row: Option<(String, i64)> = tx
+        .query_row("SELECT owner, fence FROM graphwright_claims WHERE thread_id = ?1", [claim.thread()], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()
+        .map_err(sql("checked the thread's claim"))?;
+    match row {
+        Some((holder, fence)) if holder == owner && u64::try_from(fence).ok() == Some(claim.fence()) => Ok(()),
+        Some((_, fence)) => Err(CheckpointError::Fenced {
+            thread: claim.thread().to_owned(),
+            fence: claim.fence(),
+            current: u64::try_from(fence).unwrap_or(0),
+        }),
+        None => Err(CheckpointError::Fenced { thread: claim.thread().to_owned(), fence: claim.fence(), current: 0 }),
+    }
 }
 
 /// Reads a checkpoint row, naming the column that does not hold what it should.
@@ -216,16 +269,93 @@ const SELECT_CHECKPOINT: &str =
     "SELECT thread_id, id, parent_id, step, source, created_at_ms, format, body FROM checkpoints";
 
 impl Checkpointer for SqliteSaver {
-    fn put(
-        &self,
+    fn claim<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Claim, CheckpointError>> {
+        let owner = Arc::clone(&self.owner);
+        let held = Arc::clone(&self.held);
+        let thread = thread.to_owned();
+        let operation = format!("claimed thread `{thread}`");
+        {
+            let mut held = held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if held.contains_key(&thread) {
+                return async move {
+                    Err(CheckpointError::Busy { thread, holder: Some("a run of this process".to_owned()) })
+                }
+                .boxed();
+            }
+            // Fence 0 until the store grants one: no claim has it.
+            held.insert(thread.clone(), 0);
+        }
+        let name = thread.clone();
+        let claimed = self.call(operation.clone(), move |c| {
+            owner.announce().map_err(|e| CheckpointError::backend("locked this process's owner file", e))?;
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(&operation))?;
+            let row: Option<(String, i64)> = tx
+                .query_row("SELECT owner, fence FROM graphwright_claims WHERE thread_id = ?1", [&thread], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+                .map_err(sql(&operation))?;
+            let fence = match row {
+                None => 1,
+                Some((holder, fence)) => {
+                    let free = holder.is_empty() || holder == owner.id;
+                    if !free
+                        && owner
+                            .is_alive(&holder)
+                            .map_err(|e| CheckpointError::backend("checked a claim's owner", e))?
+                    {
+                        return Err(CheckpointError::Busy { thread, holder: Some("a live process".to_owned()) });
+                    }
+                    fence + 1
+                }
+            };
+            tx.execute(
+                "INSERT INTO graphwright_claims (thread_id, owner, fence) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, fence = excluded.fence",
+                params![thread, owner.id, fence],
+            )
+            .map_err(sql(&operation))?;
+            tx.commit().map_err(sql(&operation))?;
+            Ok(Claim::new(thread, u64::try_from(fence).unwrap_or(0)))
+        });
+        async move {
+            let result = claimed.await;
+            let mut held = held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &result {
+                Ok(claim) => held.insert(name, claim.fence()),
+                Err(_) => held.remove(&name),
+            };
+            result
+        }
+        .boxed()
+    }
+
+    fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        let owner = Arc::clone(&self.owner);
+        let (thread, fence) = (claim.thread().to_owned(), i64::try_from(claim.fence()).unwrap_or(i64::MAX));
+        forget(&self.held, &thread, claim.fence());
+        let operation = format!("released thread `{thread}`");
+        self.call(operation.clone(), move |c| {
+            c.execute(
+                "UPDATE graphwright_claims SET owner = '' WHERE thread_id = ?1 AND owner = ?2 AND fence = ?3",
+                params![thread, owner.id, fence],
+            )
+            .map_err(sql(&operation))?;
+            Ok(())
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        claim: &'a Claim,
         record: CheckpointRecord,
         expected_head: Option<String>,
         writes: Vec<WriteRecord>,
-    ) -> BoxFuture<'_, Result<(), CheckpointError>> {
-        self.put_batch(vec![BatchOp::Put { record, expected_head, writes }])
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        self.put_batch(claim, vec![BatchOp::Put { record, expected_head, writes }])
     }
 
-    fn put_batch(&self, ops: Vec<BatchOp>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    fn put_batch<'a>(&'a self, claim: &'a Claim, ops: Vec<BatchOp>) -> BoxFuture<'a, Result<(), CheckpointError>> {
         let operation = match ops.as_slice() {
             [BatchOp::Put { record, .. }] => {
                 format!("stored checkpoint {} of thread `{}`", record.id, record.thread_id)
@@ -233,9 +363,11 @@ impl Checkpointer for SqliteSaver {
             _ => format!("stored a batch of {} checkpoint operation(s)", ops.len()),
         };
         let before_commit = self.before_commit;
+        let (owner, claim) = (Arc::clone(&self.owner), claim.clone());
         self.call(operation.clone(), move |c| {
             let op = operation.as_str();
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(op))?;
+            check_claim(&tx, &claim, &owner.id)?;
             for batch_op in ops {
                 match batch_op {
                     BatchOp::Writes(writes) => insert_writes(&tx, &writes).map_err(sql(op))?,
@@ -249,10 +381,16 @@ impl Checkpointer for SqliteSaver {
         })
     }
 
-    fn put_writes(&self, writes: Vec<WriteRecord>) -> BoxFuture<'_, Result<(), CheckpointError>> {
+    fn put_writes<'a>(
+        &'a self,
+        claim: &'a Claim,
+        writes: Vec<WriteRecord>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
         let operation = format!("stored {} task write(s)", writes.len());
+        let (owner, claim) = (Arc::clone(&self.owner), claim.clone());
         self.call(operation.clone(), move |c| {
-            let tx = c.transaction().map_err(sql(&operation))?;
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(&operation))?;
+            check_claim(&tx, &claim, &owner.id)?;
             insert_writes(&tx, &writes).map_err(sql(&operation))?;
             tx.commit().map_err(sql(&operation))
         })
@@ -356,11 +494,16 @@ impl Checkpointer for SqliteSaver {
 
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>> {
         let thread = thread.to_owned();
+        let held = Arc::clone(&self.held);
         let operation = format!("deleted thread `{thread}`");
         self.call(operation.clone(), move |c| {
             let tx = c.transaction().map_err(sql(&operation))?;
             tx.execute("DELETE FROM writes WHERE thread_id = ?1", [&thread]).map_err(sql(&operation))?;
             tx.execute("DELETE FROM checkpoints WHERE thread_id = ?1", [&thread]).map_err(sql(&operation))?;
+            // The claim row stays, so fences keep growing; a run still writing is fenced off.
+            tx.execute("UPDATE graphwright_claims SET owner = '', fence = fence + 1 WHERE thread_id = ?1", [&thread])
+                .map_err(sql(&operation))?;
+            held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&thread);
             tx.commit().map_err(sql(&operation))
         })
     }

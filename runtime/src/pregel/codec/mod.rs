@@ -1,0 +1,168 @@
+//! How values become the bytes of stored records, and come back.
+//!
+//! Values are `MessagePack` (`rmp-serde`), with structs as maps so field names are kept. It is
+//! self-describing like JSON, so state types may use any serde feature (untagged enums,
+//! flattening), a record names the field that failed to decode, and a struct of another shape
+//! is an error rather than a default; unlike JSON it stores `f64` NaN and ±infinity, map keys of
+//! any type, and bytes exactly. Nesting is bounded on both sides ([`MAX_DEPTH`]), so no value
+//! can overflow the stack while it is stored or read. On failure, the value is walked a second
+//! time with `serde_path_to_error` to name the field: the common, successful path pays nothing
+//! for that.
+
+mod bounded;
+pub(crate) mod checksum;
+pub(crate) mod envelope;
+
+use bounded::Bounded;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::cell::Cell;
+
+/// How deeply a stored value may nest (each sequence, map, struct, variant and `Some` is a
+/// level). A JSON document parsed by `serde_json` nests at most 128 levels, so any such value
+/// fits, inside a state nested a further 128 levels.
+pub(crate) const MAX_DEPTH: u32 = 256;
+
+/// A value that could not be encoded: where in it, and why.
+#[derive(Debug)]
+pub(crate) struct EncodeError {
+    /// The path of the value that failed (`messages[3].content`), or empty for the root.
+    pub(crate) path: String,
+    pub(crate) reason: String,
+}
+
+/// Bytes that did not decode: where, and why.
+#[derive(Debug)]
+pub(crate) struct DecodeError {
+    pub(crate) path: String,
+    pub(crate) reason: String,
+}
+
+impl DecodeError {
+    pub(crate) fn new(reason: impl Into<String>) -> Self {
+        Self { path: String::new(), reason: reason.into() }
+    }
+}
+
+/// Appends the `MessagePack` form of `value` to `out`. On failure `out` is left as it was.
+pub(crate) fn encode<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), EncodeError> {
+    let start = out.len();
+    let left = Cell::new(MAX_DEPTH);
+    let mut serializer = rmp_serde::Serializer::new(&mut *out).with_struct_map();
+    if value.serialize(Bounded { inner: &mut serializer, left: &left }).is_ok() {
+        return Ok(());
+    }
+    out.truncate(start);
+    // Rare: walk it again, tracking the path, to say where it failed.
+    let left = Cell::new(MAX_DEPTH);
+    let mut scratch = Vec::new();
+    let mut serializer = rmp_serde::Serializer::new(&mut scratch).with_struct_map();
+    let error = match serde_path_to_error::serialize(value, Bounded { inner: &mut serializer, left: &left }) {
+        Ok(()) => return Err(EncodeError { path: String::new(), reason: "it could not be encoded".to_owned() }),
+        Err(error) => error,
+    };
+    Err(EncodeError { path: path_of(error.path()), reason: error.into_inner().to_string() })
+}
+
+/// Decodes a value from exactly `bytes` (trailing bytes are an error).
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let mut rest = bytes;
+    let mut deserializer = rmp_serde::Deserializer::new(&mut rest);
+    deserializer.set_max_depth(MAX_DEPTH as usize);
+    if let Ok(value) = T::deserialize(&mut deserializer) {
+        drop(deserializer);
+        return if rest.is_empty() {
+            Ok(value)
+        } else {
+            Err(DecodeError::new(format!("{} unexpected byte(s) follow the value", rest.len())))
+        };
+    }
+    // Rare: read it again, tracking the path, to say where it failed.
+    let mut rest = bytes;
+    let mut deserializer = rmp_serde::Deserializer::new(&mut rest);
+    deserializer.set_max_depth(MAX_DEPTH as usize);
+    match serde_path_to_error::deserialize::<_, T>(&mut deserializer) {
+        Ok(_) => Err(DecodeError::new("it does not decode")),
+        Err(error) => Err(DecodeError { path: path_of(error.path()), reason: error.into_inner().to_string() }),
+    }
+}
+
+/// `.` (the root) as empty, other paths as written.
+fn path_of(path: &serde_path_to_error::Path) -> String {
+    let text = path.to_string();
+    if text == "." { String::new() } else { text }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::{Deserialize, Serialize};
+    use serde_json::{Value, json};
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Reading {
+        value: f64,
+        tags: Vec<String>,
+    }
+
+    fn round_trip<T: Serialize + DeserializeOwned>(value: &T) -> T {
+        let mut bytes = Vec::new();
+        encode(&mut bytes, value).unwrap();
+        decode(&bytes).unwrap()
+    }
+
+    #[test]
+    fn floats_that_json_cannot_hold_round_trip() {
+        for value in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, f64::MIN_POSITIVE] {
+            let back = round_trip(&Reading { value, tags: Vec::new() });
+            assert_eq!(back.value.to_bits(), value.to_bits());
+        }
+    }
+
+    fn nested(depth: usize) -> Value {
+        let mut value = json!("leaf");
+        for _ in 0..depth {
+            value = json!([value]);
+        }
+        value
+    }
+
+    #[test]
+    fn nesting_is_bounded_on_both_sides() {
+        let deep = nested(200);
+        assert_eq!(round_trip(&deep), deep);
+        let mut bytes = Vec::new();
+        let error = encode(&mut bytes, &nested(MAX_DEPTH as usize + 10)).unwrap_err();
+        assert!(error.reason.contains("nested deeper than"), "{error:?}");
+        assert!(error.path.starts_with("[0][0]"), "{error:?}");
+        assert!(bytes.is_empty(), "a failed encode leaves nothing behind");
+
+        // Bytes nested deeper than the limit (written by hand) are refused, not recursed into.
+        let mut hostile = vec![0x91; 100_000];
+        hostile.push(0xc0);
+        let error = decode::<Value>(&hostile).unwrap_err();
+        assert!(error.reason.contains("depth"), "{error:?}");
+    }
+
+    #[test]
+    fn decoding_is_strict_and_names_the_field() {
+        let mut bytes = Vec::new();
+        encode(&mut bytes, &json!({"value": 1.5, "tags": ["a", 7]})).unwrap();
+        let error = decode::<Reading>(&bytes).unwrap_err();
+        assert_eq!(error.path, "tags[1]", "{error:?}");
+
+        bytes.clear();
+        encode(&mut bytes, &json!({"value": 1.5, "tags": [], "extra": true})).unwrap();
+        assert!(decode::<Reading>(&bytes).unwrap_err().reason.contains("unknown field `extra`"));
+
+        bytes.clear();
+        encode(&mut bytes, &json!({"value": 1.5})).unwrap();
+        assert!(decode::<Reading>(&bytes).unwrap_err().reason.contains("missing field `tags`"));
+
+        bytes.clear();
+        encode(&mut bytes, &Reading { value: 1.0, tags: Vec::new() }).unwrap();
+        bytes.push(0xc0);
+        assert!(decode::<Reading>(&bytes).unwrap_err().reason.contains("unexpected byte"));
+    }
+}
