@@ -1,6 +1,7 @@
 //! Emitting a checked `#[graph]` module.
 
 use super::check::{target_names, topology};
+use super::imports;
 use super::parse::{GraphArgs, GraphDef, NodeDef, Param};
 use crate::paths::private;
 use crate::state;
@@ -62,6 +63,7 @@ pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: 
     }
     generated.push(errors);
     if let Some((_, items)) = &mut module.content {
+        imports::allow_unused_globs(items);
         items.extend(generated.into_iter().map(Item::Verbatim));
     }
     quote!(#module)

@@ -2,6 +2,7 @@
 
 mod check;
 mod codegen;
+mod imports;
 mod parse;
 
 use crate::ctxt::Ctxt;
