@@ -3,6 +3,7 @@
 //! on the re-exports.
 
 mod ctxt;
+mod field_check;
 mod graph;
 mod paths;
 mod state;

@@ -302,7 +302,8 @@ pub(crate) fn expand_attribute(args: &TokenStream, input: &TokenStream) -> Token
         return quote!(#error #input);
     };
     let def = parse(&mut cx, item);
+    let checks = crate::field_check::expand(&def);
     let expanded = expand(&def);
     let errors = cx.into_compile_errors();
-    quote!(#expanded #errors)
+    quote!(#checks #expanded #errors)
 }

@@ -68,6 +68,7 @@ extern crate self as graphwright;
 pub mod checkpoint;
 pub mod config;
 pub mod error;
+mod field;
 pub mod graph;
 pub mod interrupt;
 pub mod log;
@@ -142,6 +143,7 @@ pub mod prelude {
 /// Support for generated code. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::field::{StateField, state_field};
     pub use crate::graph::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, StateGraph, take_payload};
     pub use crate::node::{
         BranchReturn, MultiSendReturn, NodeOutput, Payload, Route, SendPayload, SendReturn, SendRoute, UpdateReturn,

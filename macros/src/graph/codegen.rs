@@ -4,7 +4,7 @@ use super::check::{target_names, topology};
 use super::imports;
 use super::parse::{GraphArgs, GraphDef, NodeDef, Param};
 use crate::paths::private;
-use crate::state;
+use crate::{field_check, state};
 use proc_macro2::{Group, Ident, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Item, Type};
@@ -39,6 +39,7 @@ pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: 
     let GraphDef { mut module, state, nodes } = def;
     let mut generated = Vec::new();
     if let Some(state) = &state {
+        generated.push(field_check::expand(state));
         generated.push(state::expand(state));
     }
     if let Some(names) = names {
