@@ -138,8 +138,12 @@ fn next_enum(node: &NodeDef, names: &Names) -> TokenStream {
     let p = private();
     let state = &names.state;
     let name = format_ident!("{}Next", pascal(&node.name()), span = node.ident().span());
-    let variants: Vec<Ident> = targets.names.iter().map(variant).collect();
-    let strings: Vec<String> = targets.names.iter().map(ToString::to_string).collect();
+    // Undeclared routes the code names were reported; declaring them keeps rustc from
+    // reporting each again (the graph does not compile either way).
+    let mut variants: Vec<Ident> = targets.names.iter().map(variant).collect();
+    variants.extend(node.undeclared_routes.iter().cloned());
+    let mut strings: Vec<String> = targets.names.iter().map(ToString::to_string).collect();
+    strings.extend(node.undeclared_routes.iter().map(ToString::to_string));
     let indices = 0..variants.len();
     let doc = format!("Where the run goes after `{}`.", node.name());
     let docs = strings.iter().map(|t| if t == "END" { "End the run.".to_owned() } else { format!("Run `{t}` next.") });
