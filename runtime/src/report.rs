@@ -16,7 +16,9 @@ use std::fmt;
 /// Error: node `b` paused with an interrupt, but the run has no thread to resume later: pass `RunConfig::thread(id)`
 /// ```
 ///
-/// Every error type converts into it with `?`, and so do `String` and `&str`:
+/// Every error type converts into it with `?`, and so do `String` and `&str`. (That blanket
+/// conversion is why `Report` does not implement `std::error::Error` itself: it is where
+/// errors end up, not one to wrap again.)
 ///
 /// ```
 /// use graphwright::prelude::*;
