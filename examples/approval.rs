@@ -9,16 +9,13 @@
 //! cargo run --example approval -- answer yes   # resume the paused thread (yes or no)
 //! ```
 
-use graphwright::checkpoint::SqliteSaver;
 use graphwright::prelude::*;
-use serde_json::json;
 use std::path::PathBuf;
 
 /// The refund graph.
 #[graph]
 pub mod refund {
     use graphwright::prelude::*;
-    use serde_json::json;
 
     /// A refund request and what happened to it.
     #[state]
@@ -71,7 +68,7 @@ fn database() -> PathBuf {
 
 const THREAD: &str = "refund-1042";
 
-async fn start() -> Result<(), Box<dyn std::error::Error>> {
+async fn start() -> Result<(), Report> {
     let _ = std::fs::remove_file(database());
     let app = refund::graph().checkpointer(SqliteSaver::open(database())?).compile()?;
     let cfg = RunConfig::thread(THREAD);
@@ -84,7 +81,7 @@ async fn start() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-async fn answer(approved: bool) -> Result<(), Box<dyn std::error::Error>> {
+async fn answer(approved: bool) -> Result<(), Report> {
     let app = refund::graph().checkpointer(SqliteSaver::open(database())?).compile()?;
     let cfg = RunConfig::thread(THREAD);
     let out = app.resume(&cfg, json!(approved)).await?;
@@ -100,7 +97,7 @@ async fn answer(approved: bool) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), Report> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["start"] => start().await,

@@ -64,7 +64,7 @@ pub mod word_count {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), Report> {
     println!("{}", word_count::MERMAID);
     let docs = [("a", "one two"), ("bb", "one two three"), ("ccc", "one"), ("dddd", "one two three four")]
         .map(|(title, text)| Doc { title: title.into(), text: text.into() });

@@ -158,7 +158,7 @@ pub mod support {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), Report> {
     println!("{}", support::MERMAID);
     let app = support::graph().recursion_limit(50).compile()?;
     let cfg = RunConfig::thread("ticket-42").context(Ctx { user_id: "u-7".into() });

@@ -8,7 +8,6 @@ use graphwright::prelude::*;
 use graphwright::tool::{ToolEvent, ToolPolicy, schema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -41,7 +40,6 @@ pub struct Order {
 mod agent {
     use super::{Ctx, Order, TOOLS, Units, scripted_model};
     use graphwright::prelude::*;
-    use serde_json::json;
     use std::time::Duration;
 
     #[state]
@@ -135,7 +133,7 @@ fn scripted_model(history: &[Message]) -> Message {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), Report> {
     println!("== the tools, as an OpenAI strict function and an Anthropic tool ==");
     println!("{}", serde_json::to_string_pretty(&schema::openai_strict_function(&agent::Weather))?);
     println!("{}", serde_json::to_string_pretty(&schema::anthropic_tool(&agent::OpenOrders))?);

@@ -2,6 +2,10 @@
 //! whole runs on a thread in every durability mode. SQLite runs on a real file; PostgreSQL
 //! (feature `postgres`) on the server at `GRAPHWRIGHT_TEST_POSTGRES`, a schema per test.
 
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod postgres_server;
+
 use graphwright::checkpoint::{
     CheckpointError, CheckpointRecord, Checkpointer, Claim, FORMAT_VERSION, ListFilter, Source, SqliteSaver,
     WriteRecord,
@@ -282,51 +286,9 @@ fn sqlite() -> (Arc<dyn Checkpointer>, tempfile::TempDir) {
 /// A schema of its own per test, made the saver's through `search_path` in its connection
 /// URL; dropped when the test ends.
 #[cfg(feature = "postgres")]
-async fn postgres() -> (Arc<dyn Checkpointer>, PgSchema) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let url =
-        std::env::var("GRAPHWRIGHT_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let schema = PgSchema {
-        url,
-        name: format!("graphwright_conformance_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)),
-    };
-    schema.run(format!("DROP SCHEMA IF EXISTS {0} CASCADE; CREATE SCHEMA {0}", schema.name));
-    let separator = if schema.url.contains('?') { '&' } else { '?' };
-    let url = format!("{}{separator}options=-c%20search_path%3D{}", schema.url, schema.name);
-    (Arc::new(graphwright::checkpoint::PostgresSaver::connect(&url).await.unwrap()), schema)
-}
-
-#[cfg(feature = "postgres")]
-struct PgSchema {
-    url: String,
-    name: String,
-}
-
-#[cfg(feature = "postgres")]
-impl PgSchema {
-    /// Runs `sql` on a connection of its own, from a thread of its own (it is called from `drop`).
-    fn run(&self, sql: String) {
-        use graphwright::checkpoint::deadpool_postgres::tokio_postgres;
-        let url = self.url.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(connection);
-                client.batch_execute(&sql).await.unwrap();
-            });
-        })
-        .join()
-        .unwrap();
-    }
-}
-
-#[cfg(feature = "postgres")]
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        self.run(format!("DROP SCHEMA {} CASCADE", self.name));
-    }
+async fn postgres() -> (Arc<dyn Checkpointer>, postgres_server::TestSchema) {
+    let schema = postgres_server::TestSchema::new("graphwright_conformance");
+    (Arc::new(graphwright::PostgresSaver::connect(&schema.url()).await.unwrap()), schema)
 }
 
 conformance!(memory_saver, memory());

@@ -195,8 +195,10 @@ impl Checkpointer for Crashing {
     }
 }
 
-/// The child's side: run (or resume) the thread, dying where told.
+/// The child's side: run (or resume) the thread, dying where told. Ignored, so that it is
+/// not counted as a test of the parent run; the children ask for it with `--ignored`.
 #[test]
+#[ignore = "the child processes' entry point: the crash tests start it"]
 fn crash_child() {
     let Ok(spec) = std::env::var(CHILD) else { return };
     let (mode, point, db) = {
@@ -220,13 +222,26 @@ fn crash_child() {
     });
 }
 
-fn child(mode: &str, point: Point, db: &Path, ledger: &Path) -> std::process::ExitStatus {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+/// Runs the child and waits for it. Its output (the test harness's own lines, and a panic's
+/// message if it failed) is captured rather than inherited, so that it does not mix into this
+/// run's report as tests of its own; it is shown when the child ended otherwise than expected.
+fn child(mode: &str, point: Point, db: &Path, ledger: &Path) -> Child {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--ignored", "--nocapture", "--test-threads=1"])
         .env(CHILD, format!("{mode}|{}|{}", point.name(), db.display()))
         .env("GRAPHWRIGHT_CRASH_LEDGER", ledger)
-        .status()
-        .unwrap()
+        .output()
+        .unwrap();
+    Child {
+        status: output.status,
+        output: String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into_owned(),
+    }
+}
+
+/// How a child process ended, and what it printed.
+struct Child {
+    status: std::process::ExitStatus,
+    output: String,
 }
 
 fn runs(ledger: &Path) -> HashMap<String, usize> {
@@ -257,8 +272,8 @@ async fn durable_tasks(db: &Path) -> Vec<String> {
 async fn crash_and_resume(point: Point, durable_at_crash: &[&str], ran_before_crash: &[(&str, usize)]) {
     let dir = tempfile::tempdir().unwrap();
     let (db, ledger) = (dir.path().join("crash.db"), dir.path().join("ledger"));
-    let status = child("run", point, &db, &ledger);
-    assert_eq!(status.signal(), Some(9), "{point:?}: the child died by SIGKILL");
+    let run = child("run", point, &db, &ledger);
+    assert_eq!(run.status.signal(), Some(9), "{point:?}: the child died by SIGKILL; it printed:\n{}", run.output);
 
     let durable = durable_tasks(&db).await;
     assert_eq!(durable, durable_at_crash, "{point:?}: the task writes that were durable at the crash");
@@ -267,7 +282,8 @@ async fn crash_and_resume(point: Point, durable_at_crash: &[&str], ran_before_cr
         assert_eq!(before.get(*node).copied().unwrap_or(0), *count, "{point:?}: runs of `{node}` before the crash");
     }
 
-    assert!(child("resume", Point::None, &db, &ledger).success(), "{point:?}: the resuming process finished");
+    let resume = child("resume", Point::None, &db, &ledger);
+    assert!(resume.status.success(), "{point:?}: the resuming process finished; it printed:\n{}", resume.output);
     let after = runs(&ledger);
     for node in &durable {
         assert_eq!(after[node], before[node], "{point:?}: `{node}` had a durable write and did not run again");

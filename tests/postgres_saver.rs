@@ -3,33 +3,26 @@
 //! something else read back as typed errors. Runs against `GRAPHWRIGHT_TEST_POSTGRES` (default
 //! `postgres://postgres@127.0.0.1:5432/test`), each test in a schema of its own.
 
+#[path = "support/postgres.rs"]
+mod postgres_server;
+
 use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, Client, NoTls};
 use graphwright::checkpoint::{
     CheckpointError, CheckpointRecord, Checkpointer, FORMAT_VERSION, ListFilter, PostgresSaver, Source, WriteRecord,
 };
-use std::sync::atomic::{AtomicUsize, Ordering};
+use postgres_server::TestSchema;
 
-/// A schema of its own for one test, dropped when the test ends.
-struct Schema {
-    server: String,
-    name: String,
-}
+/// A schema of its own for one test, with the connections the tests take to it.
+struct Schema(TestSchema);
 
 impl Schema {
     fn new() -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let server = std::env::var("GRAPHWRIGHT_TEST_POSTGRES")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        let name = format!("graphwright_pg_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let schema = Self { server, name };
-        schema.run_blocking(format!("DROP SCHEMA IF EXISTS {0} CASCADE; CREATE SCHEMA {0}", schema.name));
-        schema
+        Self(TestSchema::new("graphwright_pg"))
     }
 
     /// The server's URL with this schema as the connections' `search_path`.
     fn url(&self) -> String {
-        let separator = if self.server.contains('?') { '&' } else { '?' };
-        format!("{}{separator}options=-c%20search_path%3D{}", self.server, self.name)
+        self.0.url()
     }
 
     /// A saver with a pool of its own, as another process would have.
@@ -42,27 +35,6 @@ impl Schema {
         let (client, connection) = tokio_postgres::connect(&self.url(), NoTls).await.unwrap();
         tokio::spawn(connection);
         client
-    }
-
-    /// Runs `sql` on a connection and a thread of its own (it is called from `drop`).
-    fn run_blocking(&self, sql: String) {
-        let server = self.server.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&server, NoTls).await.unwrap();
-                tokio::spawn(connection);
-                client.batch_execute(&sql).await.unwrap();
-            });
-        })
-        .join()
-        .unwrap();
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        self.run_blocking(format!("DROP SCHEMA {} CASCADE", self.name));
     }
 }
 

@@ -138,6 +138,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         format!("Writes `{}` ({how}). Wrap the value in `Overwrite(..)` to replace it outright.", unraw(&f.ident))
     });
     let field_docs = names.iter().map(|n| format!("The write of `{n}`, if this update writes it."));
+    let write_hooks = def.fields.iter().map(|f| serde_hooks(&f.ty, "serialize_write", "deserialize_write"));
     let folds = def.fields.iter().map(fold);
     let step_folds = def.fields.iter().map(fold_step);
     let last_value = def.fields.iter().map(|f| matches!(f.reducer, Reducer::LastValue));
@@ -148,7 +149,8 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
     let body = quote! {
         #(
             #[doc = #field_docs]
-            #[serde(skip_serializing_if = "::core::option::Option::is_none")]
+            #[serde(default, skip_serializing_if = "::core::option::Option::is_none")]
+            #write_hooks
             #vis #idents: #p::Option<#p::Write<#types>>,
         )*
     };
@@ -305,6 +307,12 @@ fn with_derives(item: &ItemStruct) -> TokenStream {
     let derives: Vec<&TokenStream> =
         wanted.iter().filter(|(n, _)| !present.iter().any(|p| p == n)).map(|(_, path)| path).collect();
     let mut item = item.clone();
+    if let Fields::Named(fields) = &mut item.fields {
+        for field in fields.named.iter_mut().filter(|f| !has_own_serde_hooks(&f.attrs)) {
+            let hooks = serde_hooks(&field.ty, "serialize_field", "deserialize_field");
+            field.attrs.push(syn::parse_quote!(#hooks));
+        }
+    }
     if !derives.is_empty() {
         item.attrs.push(syn::parse_quote!(#[derive(#(#derives),*)]));
     }
@@ -313,6 +321,29 @@ fn with_derives(item: &ItemStruct) -> TokenStream {
         item.attrs.push(syn::parse_quote!(#[serde(deny_unknown_fields)]));
     }
     quote!(#item)
+}
+
+/// `#[serde(serialize_with = .., deserialize_with = ..)]` naming `StateField`'s functions, spanned
+/// at the field's type: every place serde needs the type's impls asks for `StateField` there,
+/// so a type without them is one error under the type, with `StateField`'s message.
+fn serde_hooks(ty: &Type, serialize: &str, deserialize: &str) -> TokenStream {
+    let span = ty.span();
+    // The type is named in the path so the trait is asked of it right there, at the type's span
+    // (inferred from the argument, rustc would report it under the derive instead).
+    let of = |function: &str| {
+        let path = format!("<{} as ::graphwright::__private::StateField>::{function}", quote!(#ty));
+        syn::LitStr::new(&path, span)
+    };
+    let (serialize, deserialize) = (of(serialize), of(deserialize));
+    quote_spanned!(span=> #[serde(serialize_with = #serialize, deserialize_with = #deserialize)])
+}
+
+/// Whether a field already says how serde handles it (its own `with` functions, skipped, or
+/// flattened), so the generated hooks would clash with the user's.
+fn has_own_serde_hooks(attrs: &[Attribute]) -> bool {
+    ["with", "serialize_with", "deserialize_with", "skip", "skip_serializing", "skip_deserializing", "flatten"]
+        .iter()
+        .any(|word| serde_word(attrs, word))
 }
 
 /// Whether one of `attrs` is a `#[serde(..)]` naming `word`.

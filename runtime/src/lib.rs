@@ -69,6 +69,7 @@ pub mod checkpoint;
 pub mod command;
 pub mod config;
 pub mod error;
+mod field;
 pub mod graph;
 pub mod interrupt;
 pub mod log;
@@ -77,12 +78,17 @@ pub mod node;
 pub mod policy;
 pub(crate) mod pregel;
 pub mod reducer;
+mod report;
 pub mod runtime;
 pub mod state;
 pub mod store;
 pub mod stream;
 pub mod tool;
 
+#[cfg(feature = "postgres")]
+pub use checkpoint::PostgresSaver;
+#[cfg(feature = "sqlite")]
+pub use checkpoint::SqliteSaver;
 pub use checkpoint::{Checkpointer, MemorySaver};
 pub use command::{IntoRunInput, RunCommand, RunInput};
 pub use config::{Durability, RunConfig};
@@ -100,30 +106,46 @@ pub use interrupt::{Interrupt, Resume};
 pub use message::{Message, Role, ToolCall};
 pub use node::{Command, END, Route, START};
 pub use policy::{NodePolicy, RetryPolicy};
+pub use report::Report;
 pub use runtime::Runtime;
 pub use state::{Overwrite, State, Update, Write};
 pub use store::{InMemoryStore, Store, StoreError};
 pub use stream::{Event, EventKind, RunStream, StreamMode, StreamModes};
-pub use tool::{Tool, ToolNode, ToolRuntime, tools_condition};
+pub use tool::{Tool, ToolError, ToolNode, ToolRuntime, tools_condition};
+
+/// The JSON crate this crate's API speaks (tool schemas and arguments, interrupt payloads),
+/// re-exported so that `graphwright::serde_json::Value` is always the version it uses.
+pub use serde_json;
+/// Builds a `serde_json::Value` from JSON-like syntax: interrupt payloads, resume answers,
+/// tool-call arguments. The same macro as `serde_json::json!`, in the prelude.
+pub use serde_json::json;
 
 /// The README's examples, compiled and run as doc tests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
-/// What a graph module needs in one import.
+/// What a graph module and the `main` that runs it need in one import.
+///
+/// The graph's building blocks (the macros, [`Runtime`], [`Command`], [`StateGraph`]), the
+/// tool API ([`Tool`], [`ToolError`], [`ToolNode`], `tools!`), the run's configuration and
+/// errors, the checkpointers, [`json!`](crate::json) for interrupt payloads and tool
+/// arguments, and [`Report`] for `main`'s error type.
 pub mod prelude {
+    #[cfg(feature = "sqlite")]
+    pub use crate::SqliteSaver;
     pub use crate::{
-        BuildError, Command, CompiledGraph, END, GraphError, Message, NodeError, NodePolicy, Overwrite, Resume,
-        RetryPolicy, Role, Route, RunCommand, RunConfig, Runtime, START, State, StateGraph, StreamMode, Update, graph,
-        node, state,
+        BuildError, Command, CompiledGraph, END, GraphError, MemorySaver, Message, NodeError, NodePolicy, Overwrite,
+        Report, Resume, RetryPolicy, Role, Route, RunCommand, RunConfig, Runtime, START, State, StateGraph, StreamMode,
+        Update, graph, json, node, state,
     };
-    pub use crate::{Tool, ToolCall, ToolNode, ToolRuntime, tool, tools, tools_condition};
+    pub use crate::{Tool, ToolCall, ToolError, ToolNode, ToolRuntime, tool, tools, tools_condition};
 }
 
 /// Support for generated code. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::field::StateField;
     pub use crate::graph::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, StateGraph, take_payload};
     pub use crate::node::{
         BranchReturn, MultiSendReturn, NodeOutput, Payload, Route, SendPayload, SendReturn, SendRoute, UpdateReturn,

@@ -28,7 +28,7 @@
 //! }
 //!
 //! #[tokio::main(flavor = "current_thread")]
-//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! async fn main() -> Result<(), Report> {
 //!     let log = Arc::new(MemoryLog::new());
 //!     let cfg = RunConfig::default().log(log.clone(), CapturePolicy::everything());
 //!     let input = login::State { user: "ada".into(), api_key: "sk-123".into(), ..Default::default() };

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// }
 ///
 /// #[tokio::main(flavor = "current_thread")]
-/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// async fn main() -> Result<(), Report> {
 ///     let app = greet::graph().compile()?;
 ///     let cfg = RunConfig::default().context(Ctx { user_id: "u1".into() });
 ///     let out = app.invoke(greet::State::default(), &cfg).await?;
@@ -156,7 +156,6 @@ impl<C> Runtime<C> {
     ///
     /// ```
     /// use graphwright::prelude::*;
-    /// use serde_json::json;
     ///
     /// #[graph]
     /// mod approval {
@@ -176,7 +175,7 @@ impl<C> Runtime<C> {
     /// }
     ///
     /// #[tokio::main(flavor = "current_thread")]
-    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// async fn main() -> Result<(), Report> {
     ///     let app = approval::graph().compile()?;
     ///     let cfg = RunConfig::thread("refund-7");
     ///     let paused = app.invoke(approval::State { amount: 40, approved: None }, &cfg).await?;

@@ -1,6 +1,7 @@
 //! Emitting a checked `#[graph]` module.
 
 use super::check::{target_names, topology};
+use super::imports;
 use super::parse::{GraphArgs, GraphDef, NodeDef, Param};
 use crate::paths::private;
 use crate::state;
@@ -62,6 +63,7 @@ pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: 
     }
     generated.push(errors);
     if let Some((_, items)) = &mut module.content {
+        imports::allow_unused_globs(items);
         items.extend(generated.into_iter().map(Item::Verbatim));
     }
     quote!(#module)
@@ -135,8 +137,12 @@ fn next_enum(node: &NodeDef, names: &Names) -> TokenStream {
     let p = private();
     let state = &names.state;
     let name = format_ident!("{}Next", pascal(&node.name()), span = node.ident().span());
-    let variants: Vec<Ident> = targets.names.iter().map(variant).collect();
-    let strings: Vec<String> = targets.names.iter().map(ToString::to_string).collect();
+    // Undeclared routes the code names were reported; declaring them keeps rustc from
+    // reporting each again (the graph does not compile either way).
+    let mut variants: Vec<Ident> = targets.names.iter().map(variant).collect();
+    variants.extend(node.undeclared_routes.iter().cloned());
+    let mut strings: Vec<String> = targets.names.iter().map(ToString::to_string).collect();
+    strings.extend(node.undeclared_routes.iter().map(ToString::to_string));
     let indices = 0..variants.len();
     let doc = format!("Where the run goes after `{}`.", node.name());
     let docs = strings.iter().map(|t| if t == "END" { "End the run.".to_owned() } else { format!("Run `{t}` next.") });

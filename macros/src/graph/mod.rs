@@ -2,7 +2,9 @@
 
 mod check;
 mod codegen;
+mod imports;
 mod parse;
+mod routes;
 
 use crate::ctxt::Ctxt;
 use proc_macro2::TokenStream;
@@ -17,8 +19,11 @@ pub(crate) fn expand(args: TokenStream, input: &TokenStream) -> TokenStream {
         return quote!(#error #input);
     };
     let args = parse::parse_args(&mut cx, args);
-    let def = parse::parse_module(&mut cx, module, args.state.as_ref());
+    let mut def = parse::parse_module(&mut cx, module, args.state.as_ref());
     let names = codegen::Names::new(&args, &def);
+    // Before the wiring checks: a route the node forgot to declare also leaves its target
+    // unreached, and that follows from the same mistake.
+    routes::check_undeclared_routes(&mut cx, &mut def);
     check::check(&mut cx, &def, names.is_some());
     let wired = !cx.has_errors();
     codegen::expand(def, names.as_ref(), wired, cx.into_compile_errors())

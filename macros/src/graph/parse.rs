@@ -107,6 +107,9 @@ pub(crate) struct NodeDef {
     pub(crate) retry: Option<Expr>,
     pub(crate) timeout: Option<Expr>,
     pub(crate) params: Vec<Param>,
+    /// Variants of `{Node}Next` the module's code names but `next` does not declare (each
+    /// already reported); the enum declares them too, so rustc does not report them again.
+    pub(crate) undeclared_routes: Vec<Ident>,
     /// The `#[node(..)]` attribute as written, for errors about the node as a whole.
     pub(crate) attr: TokenStream,
 }
@@ -279,6 +282,7 @@ fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {
         retry: None,
         timeout: None,
         params: Vec::new(),
+        undeclared_routes: Vec::new(),
         attr: quote::ToTokens::to_token_stream(attr),
     };
     let args = match &attr.meta {

@@ -203,7 +203,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     /// }
     ///
     /// #[tokio::main(flavor = "current_thread")]
-    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// async fn main() -> Result<(), Report> {
     ///     let app = count::graph().compile()?;
     ///     let mut events = app.stream(count::State::default(), &RunConfig::default(), StreamMode::Updates | StreamMode::Custom);
     ///     let mut seen = Vec::new();

@@ -54,7 +54,7 @@
 //! }
 //!
 //! #[tokio::main(flavor = "current_thread")]
-//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! async fn main() -> Result<(), Report> {
 //!     let store = Arc::new(InMemoryStore::new());
 //!     let app = assistant::graph().shared_store(store.clone()).compile()?;
 //!     let said = |message: &str| assistant::StateUpdate::new().user("u1".to_owned()).message(message.to_owned());
