@@ -1,7 +1,9 @@
 //! Runs on a thread: checkpoints per step in every durability mode, history, and resuming
 //! after a failure without running finished tasks again.
 
-use graphwright::checkpoint::{CheckpointRecord, Checkpointer, ListFilter};
+use graphwright::checkpoint::{
+    BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, WriteRecord,
+};
 use graphwright::prelude::*;
 use graphwright::{Durability, MemorySaver};
 use std::sync::Arc;
@@ -178,4 +180,124 @@ async fn thread_operations_need_a_thread_and_report_corrupt_records() {
     let error = app.get_state(&cfg).await.unwrap_err();
     let text = error.to_string();
     assert!(text.contains(&damaged.id) && text.contains("thread `c`") && text.contains("integrity check"), "{text}");
+}
+
+/// A store that takes 15 ms per call, and counts the checkpoints it has stored.
+struct Slow {
+    inner: MemorySaver,
+    stored: Arc<AtomicUsize>,
+}
+
+impl Checkpointer for Slow {
+    fn claim<'a>(&'a self, thread: &'a str) -> futures::future::BoxFuture<'a, Result<Claim, CheckpointError>> {
+        self.inner.claim(thread)
+    }
+
+    fn release<'a>(&'a self, claim: &'a Claim) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.inner.release(claim)
+    }
+
+    fn put<'a>(
+        &'a self,
+        claim: &'a Claim,
+        record: CheckpointRecord,
+        expected: Option<String>,
+        writes: Vec<WriteRecord>,
+    ) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.put_batch(claim, vec![BatchOp::Put { record, expected_head: expected, writes }])
+    }
+
+    fn put_batch<'a>(
+        &'a self,
+        claim: &'a Claim,
+        ops: Vec<BatchOp>,
+    ) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(15)).await;
+            let checkpoints = ops.iter().filter(|op| matches!(op, BatchOp::Put { .. })).count();
+            for op in ops {
+                match op {
+                    BatchOp::Writes(writes) => self.inner.put_writes(claim, writes).await?,
+                    BatchOp::Put { record, expected_head, writes } => {
+                        self.inner.put(claim, record, expected_head, writes).await?;
+                    }
+                }
+            }
+            self.stored.fetch_add(checkpoints, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
+    fn put_writes<'a>(
+        &'a self,
+        claim: &'a Claim,
+        writes: Vec<WriteRecord>,
+    ) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.put_batch(claim, vec![BatchOp::Writes(writes)])
+    }
+
+    fn get<'a>(
+        &'a self,
+        thread: &'a str,
+        id: Option<&'a str>,
+    ) -> futures::future::BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
+        self.inner.get(thread, id)
+    }
+
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        filter: &'a ListFilter,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
+        self.inner.list(thread, filter)
+    }
+
+    fn writes<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
+        self.inner.writes(thread, checkpoint)
+    }
+
+    fn delete_thread<'a>(&'a self, thread: &'a str) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.inner.delete_thread(thread)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_durability_stays_within_its_bound_of_a_slow_store() {
+    #[graphwright::state]
+    struct Count {
+        #[reducer(add)]
+        n: u64,
+    }
+    let stored = Arc::new(AtomicUsize::new(0));
+    let ahead = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut graph = StateGraph::<Count>::new().add_edge(START, "n0");
+    for i in 0..60 {
+        let (stored, ahead) = (Arc::clone(&stored), Arc::clone(&ahead));
+        // Checkpoints made before step k starts: the input's, step 0's, and one per earlier step.
+        let node = move |_s: &Count, rt: &Runtime| {
+            let made = rt.step() as usize + 1;
+            ahead.lock().unwrap().push(made - stored.load(Ordering::SeqCst));
+            CountUpdate::new().n(1)
+        };
+        let next = if i == 59 { END.to_owned() } else { format!("n{}", i + 1) };
+        graph = graph.add_node(format!("n{i}"), node).add_edge(format!("n{i}"), next);
+    }
+    let saver = Slow { inner: MemorySaver::new(), stored: Arc::clone(&stored) };
+    let app = graph.checkpointer(saver).compile().unwrap();
+    let cfg = RunConfig::thread("slow").durability(Durability::Async);
+    let out = app.invoke(Count::default(), &cfg).await.unwrap();
+    assert_eq!(out.state.n, 60);
+    let ahead = ahead.lock().unwrap();
+    let most = *ahead.iter().max().unwrap();
+    assert!(
+        most <= graphwright::MAX_STEPS_AHEAD,
+        "at most {} checkpoints waited for the store; {most} did",
+        graphwright::MAX_STEPS_AHEAD
+    );
+    assert!(most > 2, "the run did go ahead of the store ({ahead:?})");
+    assert_eq!(stored.load(Ordering::SeqCst), 62, "everything was stored before the run returned");
 }

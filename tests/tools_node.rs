@@ -299,3 +299,33 @@ fn tools_condition_routes_on_the_last_message() {
     answered.push(Message::tool("c", "ok"));
     assert_eq!(tools_condition(&answered).pick("tools", "end"), "end");
 }
+
+#[tokio::test]
+async fn what_a_model_sent_is_echoed_in_errors_only_in_part() {
+    let node = ToolNode::new(tools![Add]);
+    let huge = "x".repeat(1 << 20);
+    let many_fields: serde_json::Map<String, Value> = (0..500).map(|i| (format!("f{i}"), json!(i))).collect();
+    let calls = vec![
+        ToolCall::new("name", huge.clone(), json!({})),
+        ToolCall::new(huge.clone(), "add", json!({"a": 1, "b": 2})),
+        ToolCall::new(huge.clone(), "add", json!({"a": 1, "b": 2})),
+        ToolCall::new("field", "add", json!({"a": 1, "b": 2, huge.clone(): 3})),
+        ToolCall::new("fields", "add", Value::Object(many_fields)),
+        ToolCall::new("value", "add", json!({"a": 1, "b": huge})),
+    ];
+    let out = node.run_in(&ask(calls), &ToolEnv::new()).await;
+    assert_eq!(out.len(), 6);
+    for message in &out {
+        assert!(
+            message.content.len() < 2_000,
+            "an error repeats at most a little of what the model sent: {} bytes",
+            message.content.len()
+        );
+    }
+    assert!(out[0].content.starts_with("there is no tool named `xxxx"), "{}", out[0].content);
+    assert!(out[0].content.contains("(1048576 bytes in all)"), "{}", out[0].content);
+    assert!(out[2].content.contains("bytes in all"), "the duplicate id is clipped: {}", out[2].content);
+    assert!(out[3].content.contains("bytes in all"), "{}", out[3].content);
+    assert!(out[4].content.contains("and 492 more"), "{}", out[4].content);
+    assert!(out[5].content.contains('…'), "a long value is shown in part: {}", out[5].content);
+}

@@ -40,6 +40,21 @@ pub fn node(_args: TokenStream, input: TokenStream) -> TokenStream {
     quote::quote!(#error #input).into()
 }
 
+/// Marks a fn of the enclosing `#[graph]` module as a conditional entry: a router from START
+/// (`next = a | b`) or Sends from START (`send = worker`).
+///
+/// See [`graphwright::start`](https://docs.rs/graphwright/latest/graphwright/attr.start.html).
+#[proc_macro_attribute]
+pub fn start(_args: TokenStream, input: TokenStream) -> TokenStream {
+    let input: proc_macro2::TokenStream = input.into();
+    let error = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        "`#[start]` marks a fn inside a `#[graph]` module: put it in `#[graph] mod name { .. }`",
+    )
+    .to_compile_error();
+    quote::quote!(#error #input).into()
+}
+
 /// Turns a fn into a tool a model can call: a unit struct implementing `graphwright::Tool`,
 /// with the JSON Schema of its parameters.
 ///

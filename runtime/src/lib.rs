@@ -98,6 +98,8 @@ pub use graph::{CompiledGraph, DEFAULT_RECURSION_LIMIT, NodeSpec, PendingTask, R
 pub use graphwright_macros::graph;
 #[doc = include_str!("../docs/node.md")]
 pub use graphwright_macros::node;
+#[doc = include_str!("../docs/start.md")]
+pub use graphwright_macros::start;
 #[doc = include_str!("../docs/state.md")]
 pub use graphwright_macros::state;
 #[doc = include_str!("tool/attr.md")]
@@ -106,6 +108,7 @@ pub use interrupt::{Interrupt, Resume};
 pub use message::{Message, Role, ToolCall};
 pub use node::{Command, END, Route, START};
 pub use policy::{NodePolicy, RetryPolicy};
+pub use pregel::MAX_STEPS_AHEAD;
 pub use report::Report;
 pub use runtime::Runtime;
 pub use state::{Overwrite, State, Update, Write};
@@ -137,7 +140,7 @@ pub mod prelude {
     pub use crate::{
         BuildError, Command, CompiledGraph, END, GraphError, MemorySaver, Message, NodeError, NodePolicy, Overwrite,
         Report, Resume, RetryPolicy, Role, Route, RunCommand, RunConfig, Runtime, START, State, StateGraph, StreamMode,
-        Update, graph, json, node, state,
+        Update, graph, json, node, start, state,
     };
     pub use crate::{Tool, ToolCall, ToolError, ToolNode, ToolRuntime, tool, tools, tools_condition};
 }

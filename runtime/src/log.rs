@@ -84,7 +84,8 @@ impl CapturePolicy {
         if !on {
             return None;
         }
-        let mut value = serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("unserializable: {e}")));
+        let mut value =
+            crate::pregel::codec::to_json(value).unwrap_or_else(|e| Value::String(format!("unserializable: {e}")));
         redact(&mut value, &self.redact_keys);
         Some(value)
     }

@@ -130,8 +130,8 @@ impl<C> Runtime<C> {
     /// partial results, anything a watcher wants to see before the step ends.
     pub fn write(&self, value: impl Serialize) {
         if let Some(writer) = &self.run.writer {
-            let value =
-                serde_json::to_value(value).unwrap_or_else(|e| Value::String(format!("unserializable value: {e}")));
+            let value = crate::pregel::codec::to_json(&value)
+                .unwrap_or_else(|e| Value::String(format!("unserializable value: {e}")));
             writer.write(self.node(), self.step(), crate::stream::Written::Custom(value));
         }
     }
@@ -196,7 +196,7 @@ impl<C> Runtime<C> {
                 ))
             });
         }
-        let value = serde_json::to_value(value)
+        let value = crate::pregel::codec::to_json(&value)
             .map_err(|e| NodeError::msg(format!("the interrupt value could not be encoded: {e}")))?;
         let place = self.checkpoint.as_deref().map_or_else(|| format!("step{}", self.step()), str::to_owned);
         Err(NodeError::interrupted(Interrupt {

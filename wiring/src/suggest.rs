@@ -20,6 +20,9 @@ pub fn closest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) ->
     candidates
         .into_iter()
         .filter(|candidate| *candidate != name)
+        // The distance is at least the difference in length: skip the work when that is over
+        // budget (a megabyte-long name from a model costs nothing then).
+        .filter(|candidate| candidate.chars().count().abs_diff(length) <= budget)
         .map(|candidate| {
             let distance = if candidate.eq_ignore_ascii_case(name) { 0 } else { strsim::osa_distance(name, candidate) };
             (distance, candidate)

@@ -18,6 +18,7 @@ pub(crate) fn check(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
         check_params(cx, node);
     }
     check_payload_targets(cx, def);
+    super::start::check(cx, def);
     if !cx.has_errors() {
         check_wiring(cx, def);
     }
@@ -100,6 +101,7 @@ fn check_payload_targets(cx: &mut Ctxt, def: &GraphDef) {
         .iter()
         .filter_map(|n| n.send.as_ref())
         .flat_map(|t| t.names.iter().map(ToString::to_string))
+        .chain(super::start::sent_to(def))
         .collect();
     // A misspelt `send = ..` target is the wiring check's error; the node it meant to reach
     // would otherwise be reported too, as taking a payload nobody sends.
@@ -134,6 +136,7 @@ fn check_payload_targets(cx: &mut Ctxt, def: &GraphDef) {
 
 /// The graph as the shared wiring rules see it, with every name as written.
 pub(crate) fn topology<'a>(def: &'a GraphDef, names: &'a [String], targets: &'a [NodeTargets]) -> Topology<'a> {
+    let started = super::start::entries(def);
     let nodes = def
         .nodes
         .iter()
@@ -141,7 +144,7 @@ pub(crate) fn topology<'a>(def: &'a GraphDef, names: &'a [String], targets: &'a 
         .zip(targets)
         .map(|((node, name), (next, send))| NodeDecl {
             name,
-            entry: node.entry,
+            entry: node.entry || started.contains(name),
             next: next.iter().map(String::as_str).collect(),
             send: send.iter().map(String::as_str).collect(),
             conditional: node.branches(),

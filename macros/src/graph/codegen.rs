@@ -36,13 +36,16 @@ impl Names {
 /// empty builder, so that the user's code still type-checks and one mistake gives one error.
 pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: TokenStream) -> TokenStream {
     let diagram = wired.then(|| diagram(&def));
-    let GraphDef { mut module, state, nodes } = def;
+    let start_enum = names.map(|n| super::start::start_enum(&def, &n.state));
+    let start_calls = if wired { super::start::builder_calls(&def) } else { Vec::new() };
+    let GraphDef { mut module, state, nodes, .. } = def;
     let mut generated = Vec::new();
     if let Some(state) = &state {
         generated.push(state::expand(state));
     }
     if let Some(names) = names {
         generated.push(node_enum(&nodes));
+        generated.extend(start_enum);
         for node in &nodes {
             generated.push(next_enum(node, names));
             generated.push(send_enum(node, &nodes));
@@ -52,7 +55,7 @@ pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: 
                 generated.push(wrapper(node, &nodes, names));
             }
         }
-        generated.push(graph_fn(&module.ident, &nodes, names, wired));
+        generated.push(graph_fn(&module.ident, &nodes, names, wired, &start_calls));
         if let Some(diagram) = diagram {
             generated.push(quote! {
                 /// The graph as a Mermaid flowchart (rendered at compile time).
@@ -321,7 +324,7 @@ fn shape(node: &NodeDef, nodes: &[NodeDef]) -> TokenStream {
 }
 
 /// `pub fn graph() -> StateGraph<State, Ctx>`: the builder calls the attributes describe.
-fn graph_fn(module: &Ident, nodes: &[NodeDef], names: &Names, wired: bool) -> TokenStream {
+fn graph_fn(module: &Ident, nodes: &[NodeDef], names: &Names, wired: bool, start_calls: &[TokenStream]) -> TokenStream {
     let p = private();
     let (state, ctx) = (&names.state, &names.context);
     let graph_name = module.to_string();
@@ -336,6 +339,7 @@ fn graph_fn(module: &Ident, nodes: &[NodeDef], names: &Names, wired: bool) -> To
             #p::StateGraph::<#state, #ctx>::with_default_context(#default_context)
                 .name(#graph_name)
                 #(#calls)*
+                #(#start_calls)*
         }
     }
 }
@@ -392,8 +396,15 @@ fn builder_calls(nodes: &[NodeDef]) -> Vec<TokenStream> {
     for node in nodes.iter().filter(|n| n.defer || n.retry.is_some() || n.timeout.is_some()) {
         let name = node.name();
         let mut policy = quote!(#p::NodePolicy::new());
-        if let Some(retry) = &node.retry {
-            policy = quote!(#policy.retry(#retry));
+        match &node.retry {
+            // `retry = [a, b]`: several policies, the first that accepts an error applies.
+            Some(syn::Expr::Array(list)) => {
+                for retry in &list.elems {
+                    policy = quote!(#policy.retry(#retry));
+                }
+            }
+            Some(retry) => policy = quote!(#policy.retry(#retry)),
+            None => {}
         }
         if let Some(timeout) = &node.timeout {
             policy = quote!(#policy.timeout(#timeout));

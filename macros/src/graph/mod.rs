@@ -5,6 +5,7 @@ mod codegen;
 mod imports;
 mod parse;
 mod routes;
+mod start;
 
 use crate::ctxt::Ctxt;
 use proc_macro2::TokenStream;

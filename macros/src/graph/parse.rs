@@ -1,5 +1,6 @@
 //! Parsing a `#[graph]` module: its arguments, its `#[state]` struct and its `#[node]` fns.
 
+use super::start::StartDef;
 use crate::ctxt::Ctxt;
 use crate::state::{self, StateDef};
 use proc_macro2::{Span, TokenStream};
@@ -165,6 +166,8 @@ pub(crate) struct GraphDef {
     pub(crate) module: ItemMod,
     pub(crate) state: Option<StateDef>,
     pub(crate) nodes: Vec<NodeDef>,
+    /// `#[start]` fns: a router or Sends from START.
+    pub(crate) starts: Vec<StartDef>,
 }
 
 /// Reads the module, stripping `#[state]` and `#[node]` markers from its items. The state
@@ -172,12 +175,13 @@ pub(crate) struct GraphDef {
 pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod, state_path: Option<&Path>) -> GraphDef {
     let mut state = None;
     let mut nodes = Vec::new();
+    let mut starts = Vec::new();
     let Some((_, items)) = &mut module.content else {
         cx.error_spanned_by(
             &module,
             "`#[graph]` needs the module's items inline: write `mod name { .. }`, not `mod name;`",
         );
-        return GraphDef { module, state, nodes };
+        return GraphDef { module, state, nodes, starts };
     };
     let mut kept = Vec::with_capacity(items.len());
     for item in std::mem::take(items) {
@@ -198,14 +202,14 @@ pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod, state_path: Optio
                     state = Some(state::parse(cx, s));
                 }
             }
-            Item::Fn(mut f) => match take_marker(&mut f.attrs, "node") {
-                Some(attr) => {
-                    let node = parse_node(cx, &attr, f.clone());
-                    nodes.push(node);
-                    kept.push(Item::Fn(f));
+            Item::Fn(mut f) => {
+                if let Some(attr) = take_marker(&mut f.attrs, "node") {
+                    nodes.push(parse_node(cx, &attr, f.clone()));
+                } else if let Some(attr) = take_marker(&mut f.attrs, "start") {
+                    starts.push(super::start::parse(cx, &attr, f.clone()));
                 }
-                None => kept.push(Item::Fn(f)),
-            },
+                kept.push(Item::Fn(f));
+            }
             other => kept.push(other),
         }
     }
@@ -218,7 +222,7 @@ pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod, state_path: Optio
     for node in &mut nodes {
         node.params = parse_params(cx, &node.item, state_name.as_deref());
     }
-    GraphDef { module, state, nodes }
+    GraphDef { module, state, nodes, starts }
 }
 
 fn has_marker(attrs: &[syn::Attribute], name: &str) -> bool {
@@ -255,7 +259,7 @@ impl Parse for NodeArg {
 }
 
 /// `a`, `a | b | END`, or `[a, b]`.
-fn parse_targets(input: ParseStream<'_>, key: Span) -> syn::Result<Targets> {
+pub(crate) fn parse_targets(input: ParseStream<'_>, key: Span) -> syn::Result<Targets> {
     if input.peek(syn::token::Bracket) {
         let content;
         bracketed!(content in input);

@@ -61,7 +61,12 @@ pub(crate) async fn start<S: State, C>(
     let mut persist =
         Persist::new(Arc::clone(&graph.saver), on.claim.clone(), Arc::clone(on.thread), on.durability, head.as_ref());
     let mut planner = Planner::new(graph);
-    persist.start(graph, &state, &input, &planner).await?;
+    if let Err(error) = persist.start(graph, &state, &input, &planner).await {
+        if matches!(error, GraphError::Unstorable { .. }) {
+            super::codec::drop_deep(input);
+        }
+        return Err(error);
+    }
     state.apply(input);
     let tasks = planner.start(graph, &state);
     persist.checkpoint(graph, &state, 1, &tasks, &planner).await?;

@@ -31,6 +31,7 @@ use crate::stream::{EventKind, Sink, StreamMode};
 pub(crate) use begin::state_of;
 use begin::{Begin, On, Prepared};
 pub(crate) use load::Stored;
+pub use persist::MAX_STEPS_AHEAD;
 use persist::{Held, Persist, StepEnding, ThreadLock};
 use planner::Planner;
 use std::sync::Arc;
@@ -110,6 +111,15 @@ struct Start<S: State> {
     initial_values: bool,
 }
 
+/// On a failure to store the state, drops it where a deeply nested value cannot overflow the
+/// stack (see `codec::drop_deep`), and passes the error on.
+fn refused<S: State>(error: GraphError, state: S) -> GraphError {
+    if matches!(error, GraphError::Unstorable { .. }) {
+        codec::drop_deep(state);
+    }
+    error
+}
+
 async fn drive<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     start: Start<S>,
@@ -126,8 +136,10 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     }
     while !tasks.is_empty() {
         if ran == limit {
-            if let Some(persist) = persist {
-                persist.abort(graph, &state, &tasks, &planner).await?;
+            if let Some(persist) = persist
+                && let Err(error) = persist.abort(graph, &state, &tasks, &planner).await
+            {
+                return Err(refused(error, state));
             }
             return Err(GraphError::RecursionLimit { limit });
         }
@@ -159,32 +171,32 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         let paused = match outcome {
             Ok(paused) => paused,
             Err(failure) => {
-                if let Some(persist) = persist {
-                    let errors = vec![(failure.task as u32, events::failure_text(&failure.error))];
-                    persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Failed(errors)).await?;
-                }
-                return Err(failure.error);
+                let text = events::failure_text(&failure.error);
+                let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner };
+                return Err(stop.failed(persist, state, failure.task, text, failure.error).await);
             }
         };
         if !paused.is_empty() {
             let Some(persist) = persist else {
                 return Err(GraphError::InterruptWithoutThread { node: paused[0].1.node.clone() });
             };
-            persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Paused(&paused)).await?;
+            if let Err(error) =
+                persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Paused(&paused)).await
+            {
+                return Err(refused(error, state));
+            }
             let interrupts = paused.into_iter().map(|(_, interrupt)| interrupt).collect();
             return Ok(RunOutput { state, steps: ran, interrupts });
         }
         if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
-            if let Some(persist) = persist {
-                let (second, text) = match &error {
-                    GraphError::InvalidUpdate { second, .. } => (second.clone(), error.to_string()),
-                    other => (String::new(), other.to_string()),
-                };
-                let task = tasks.iter().rposition(|t| *graph.node_names[t.node as usize] == *second).unwrap_or(0);
-                let errors = vec![(task as u32, text)];
-                persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Failed(errors)).await?;
-            }
-            return Err(error);
+            // The conflict is reported on the second of the two tasks that wrote the field.
+            let second = match &error {
+                GraphError::InvalidUpdate { second, .. } => second.clone(),
+                _ => String::new(),
+            };
+            let task = tasks.iter().rposition(|t| *graph.node_names[t.node as usize] == *second).unwrap_or(0);
+            let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner };
+            return Err(stop.failed(persist, state, task, error.to_string(), error).await);
         }
         if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
             sink.send(step, EventKind::Values(state.clone())).await?;
@@ -196,7 +208,9 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         let count = tasks.len();
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
         if let Some(persist) = &mut persist {
-            persist.checkpoint(graph, &state, count, &tasks, &planner).await?;
+            if let Err(error) = persist.checkpoint(graph, &state, count, &tasks, &planner).await {
+                return Err(refused(error, state));
+            }
             if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {
                 let (id, step) = (persist.current().to_string(), persist.step());
                 sink.send(u64::try_from(step).unwrap_or(0), EventKind::Checkpoint { id, step, source: Source::Loop })
@@ -207,10 +221,43 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             return pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran).await;
         }
     }
-    if let Some(persist) = persist {
-        persist.finish(graph, &state, &planner).await?;
+    if let Some(persist) = persist
+        && let Err(error) = persist.finish(graph, &state, &planner).await
+    {
+        return Err(refused(error, state));
     }
     Ok(RunOutput { state, steps: ran, interrupts: Vec::new() })
+}
+
+/// A step that cannot complete, and what it leaves to store.
+struct Stop<'a, S: State, C> {
+    graph: &'a Inner<S, C>,
+    tasks: &'a [Task],
+    slots: &'a [Option<NodeOutput<S>>],
+    planner: &'a Planner,
+}
+
+impl<S: State, C> Stop<'_, S, C> {
+    /// Stores what the failed step left (the finished tasks' outputs, the failure of task
+    /// `task`) and returns the error the run fails with.
+    async fn failed(
+        self,
+        persist: Option<Persist>,
+        state: S,
+        task: usize,
+        text: String,
+        error: GraphError,
+    ) -> GraphError {
+        if let Some(persist) = persist {
+            let ending = StepEnding::Failed(vec![(task as u32, text)]);
+            if let Err(stored) =
+                persist.end_step(self.graph, &state, self.tasks, self.slots, self.planner, ending).await
+            {
+                return refused(stored, state);
+            }
+        }
+        error
+    }
 }
 
 /// The first task whose node has the breakpoint `set`.
@@ -238,7 +285,9 @@ async fn pause_at_breakpoint<S: State, C>(
     };
     let current = Arc::clone(persist.current());
     let unrun: Vec<Option<NodeOutput<S>>> = tasks.iter().map(|_| None).collect();
-    persist.end_step(graph, &state, tasks, &unrun, planner, StepEnding::Breakpoint).await?;
+    if let Err(error) = persist.end_step(graph, &state, tasks, &unrun, planner, StepEnding::Breakpoint).await {
+        return Err(refused(error, state));
+    }
     let interrupt = Interrupt::breakpoint(&current, when, name);
     Ok(RunOutput { state, steps: ran, interrupts: vec![interrupt] })
 }

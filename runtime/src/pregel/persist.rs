@@ -24,11 +24,11 @@ use tokio::task::JoinHandle;
 /// Snapshots are taken at least this often, to bound how far back a load must fold.
 const MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS: u32 = 256;
 
-/// Under `Durability::Async`, how many finished steps may wait for the store: the run starts
-/// a step only while fewer checkpoints than this are queued or being stored, so a slow store
-/// slows the run instead of letting it race ahead, and a crash loses at most this many steps.
-/// Sixteen lets a store that pays a disk flush per commit take several steps per commit.
-pub(crate) const MAX_STEPS_AHEAD: usize = 16;
+/// Under [`Durability::Async`], how many checkpoints may wait for the store: a run goes on to
+/// the next step only while fewer than this are queued or being stored, so a slow store slows
+/// the run instead of letting it race ahead, and a crash loses at most this many steps. Sixteen
+/// lets a store that pays a disk flush per commit take several steps per commit.
+pub const MAX_STEPS_AHEAD: usize = 16;
 
 /// How many operations the background writer's queue holds (task writes and checkpoints).
 const WRITER_QUEUE: usize = 64;

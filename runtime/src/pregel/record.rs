@@ -592,3 +592,215 @@ fn node_index<S: State, C>(graph: &Inner<S, C>, name: &str) -> Option<u32> {
 fn unknown(name: &str) -> String {
     format!("no node named `{name}` in this graph (was it renamed or removed?)")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::Source;
+    use crate::graph::CompiledGraph;
+    use crate::prelude::*;
+    use serde_json::{Value, json};
+
+    #[crate::state]
+    struct Doc {
+        name: String,
+        counter: i64,
+        items: Vec<String>,
+    }
+
+    fn graph() -> CompiledGraph<Doc> {
+        let a = |_d: &Doc| DocUpdate::new().counter(1);
+        let b = |_d: &Doc| DocUpdate::new().counter(2);
+        StateGraph::<Doc>::new()
+            .add_node("a", a)
+            .add_node("b", b)
+            .add_edge(START, "a")
+            .add_edge("a", "b")
+            .add_edge("b", END)
+            .compile()
+            .unwrap()
+    }
+
+    fn record(payload: Vec<u8>) -> CheckpointRecord {
+        let record = CheckpointRecord {
+            thread_id: "t".into(),
+            id: "c1".into(),
+            parent_id: None,
+            step: 0,
+            source: Source::Loop,
+            created_at_ms: 1,
+            format: FORMAT_VERSION,
+            body: Vec::new(),
+        };
+        seal_checkpoint(record, payload)
+    }
+
+    /// A body with `next` tasks by name, and `state` (any JSON) when given.
+    fn body(next: &[&str], state: Option<Value>, extra: &[u8]) -> Vec<u8> {
+        let mut out = Out::with_capacity(64);
+        out.array(next.len());
+        for task in next {
+            out.text(task);
+        }
+        out.flag(false);
+        out.array(0);
+        out.array(0);
+        out.array(0);
+        out.flag(state.is_some());
+        if let Some(state) = state {
+            codec::encode(&mut out.bytes, &state).unwrap();
+        }
+        out.bytes.extend_from_slice(extra);
+        out.bytes
+    }
+
+    fn field_of<T>(result: Result<T, CheckpointError>) -> (String, String) {
+        match result {
+            Err(CheckpointError::Corrupt { field, reason, .. }) => (field, reason),
+            Err(other) => panic!("expected a Corrupt error, got {other:?}"),
+            Ok(_) => panic!("expected a Corrupt error, got a value"),
+        }
+    }
+
+    fn decode(payload: Vec<u8>) -> Result<Body<Doc>, CheckpointError> {
+        let app = graph();
+        decode_body(app.inner(), "t", &record(payload))
+    }
+
+    #[test]
+    fn a_stored_state_must_have_every_field_and_no_other() {
+        let good = json!({"name": "n", "counter": 3, "items": ["x"]});
+        assert_eq!(decode(body(&["a"], Some(good), &[])).unwrap().state.unwrap().counter, 3);
+        let cases = [
+            (json!({"name": "n", "counter": 3}), "state", "missing field `items`"),
+            (json!({"name": "n", "counter": 3, "items": [], "bogus": 1}), "state.bogus", "unknown field `bogus`"),
+            (json!({"name": "n", "counter": "three", "items": []}), "state.counter", "invalid type"),
+            (json!({"name": "n", "counter": 3, "items": [1]}), "state.items[0]", "invalid type"),
+            (json!([1, 2]), "state[0]", "invalid type"),
+        ];
+        for (state, field, reason) in cases {
+            let (got_field, got_reason) = field_of(decode(body(&["a"], Some(state.clone()), &[])));
+            assert_eq!(got_field, field, "{state}");
+            assert!(got_reason.contains(reason), "{state}: {got_reason}");
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_body_is_read_field_by_field_and_to_its_end() {
+        let (field, reason) = field_of(decode(body(&["c"], None, &[])));
+        assert_eq!((field.as_str(), reason.contains("no node named `c`")), ("next[0].node", true));
+        let (field, _) = field_of(decode(body(&["a"], None, &[0xc0])));
+        assert_eq!(field, "state", "bytes after the last field");
+        let (field, _) = field_of(decode(vec![0x91, 0x01]));
+        assert_eq!(field, "next[0]", "a task that is neither a name nor (name, payload)");
+        let mut joins = Out::with_capacity(8);
+        joins.array(0);
+        joins.flag(false);
+        joins.array(0);
+        joins.array(1);
+        joins.array(0);
+        joins.array(0);
+        joins.flag(false);
+        let (field, _) = field_of(decode(joins.bytes));
+        assert_eq!(field, "joins", "a join the graph does not have");
+    }
+
+    fn write(task: u32, index: u32, payload: Vec<u8>) -> WriteRecord {
+        seal_write("t", "c1", task, index, payload)
+    }
+
+    fn output(node: &str, update: &Value) -> Vec<u8> {
+        let mut out = Out::with_capacity(32);
+        out.uint(kind::OUTPUT);
+        out.text(node);
+        out.nil();
+        out.array(0);
+        codec::encode(&mut out.bytes, update).unwrap();
+        out.bytes
+    }
+
+    fn decode_write_of(record: &WriteRecord, input_pending: bool) -> Result<Decoded<Doc>, CheckpointError> {
+        let app = graph();
+        let mut body = decode_body(app.inner(), "t", &record_of(&["a"])).unwrap();
+        body.input_pending = input_pending;
+        super::decode_write(app.inner(), "t", record, &body)
+    }
+
+    fn record_of(next: &[&str]) -> CheckpointRecord {
+        record(body(next, None, &[]))
+    }
+
+    #[test]
+    fn a_task_write_is_strict_and_must_belong_to_its_task() {
+        let good = write(0, 0, output("a", &json!({"counter": [0, 5]})));
+        assert!(matches!(decode_write_of(&good, false), Ok(Decoded::Output(_))));
+        let cases = [
+            (write(0, 0, output("a", &json!({"bogus": [0, 1]}))), "writes[0.0].update.bogus", "unknown field `bogus`"),
+            (write(0, 0, output("a", &json!({"counter": 5}))), "writes[0.0].update.counter", "invalid type"),
+            (
+                write(0, 0, output("a", &json!({"counter": [7, 5]}))),
+                "writes[0.0].update.counter",
+                "unknown write tag 7",
+            ),
+            (write(0, 0, output("b", &json!({}))), "writes[0.0].node", "task 0 runs `a`"),
+            (write(1, 0, output("a", &json!({}))), "writes[1.0]", "has no task 1"),
+            (write(0, 2, output("a", &json!({}))), "writes[0.2]", "wrong key"),
+        ];
+        for (record, field, reason) in cases {
+            let (got_field, got_reason) = field_of(decode_write_of(&record, false));
+            assert_eq!(got_field, field, "{reason}");
+            assert!(got_reason.contains(reason), "{field}: {got_reason}");
+        }
+        let mut routed = Out::with_capacity(16);
+        routed.uint(kind::OUTPUT);
+        routed.text("a");
+        routed.array(1);
+        routed.uint(3);
+        routed.array(0);
+        codec::encode(&mut routed.bytes, &json!({})).unwrap();
+        let (field, reason) = field_of(decode_write_of(&write(0, 0, routed.bytes), false));
+        assert_eq!((field.as_str(), reason.contains("route 3")), ("writes[0.0].goto", true));
+    }
+
+    #[test]
+    fn inputs_interrupts_answers_and_outcomes_are_strict_too() {
+        let mut input = Out::with_capacity(16);
+        input.uint(kind::INPUT);
+        codec::encode(&mut input.bytes, &json!({"nmae": [0, "x"]})).unwrap();
+        let misspelt = write(0, 0, input.bytes.clone());
+        let (field, reason) = field_of(decode_write_of(&misspelt, true));
+        assert_eq!((field.as_str(), reason.contains("unknown field `nmae`")), ("writes[0.0].update.nmae", true));
+        let (field, reason) = field_of(decode_write_of(&misspelt, false));
+        assert_eq!(
+            (field.as_str(), reason.contains("wrong key")),
+            ("writes[0.0]", true),
+            "an input on a loop checkpoint"
+        );
+
+        let interrupt = Interrupt { id: "c1:0:0".into(), node: "b".into(), value: json!("?"), call: 0 };
+        let (field, reason) = field_of(decode_write_of(&write(0, 1, encode_interrupt(&interrupt, 0).unwrap()), false));
+        assert_eq!((field.as_str(), reason.contains("an interrupt of node `b`")), ("writes[0.1]", true));
+        let mut truncated = encode_interrupt(&Interrupt { node: "a".into(), ..interrupt }, 0).unwrap();
+        truncated.truncate(6);
+        assert!(decode_write_of(&write(0, 1, truncated), false).is_err());
+        let (field, _) = field_of(decode_write_of(&write(0, 1, encode_answer(&json!(1)).unwrap()), false));
+        assert_eq!(field, "writes[0.1]", "an answer under an interrupt's index");
+
+        let outcome = Outcome { ending: Ending::Paused, writes: Vec::new(), errors: vec![(0, "boom".into())] };
+        let mut bytes = encode_outcome(&outcome);
+        assert!(
+            matches!(decode_write_of(&write(OUTCOME_TASK, 0, bytes.clone()), false), Ok(Decoded::Outcome(o)) if o == outcome)
+        );
+        bytes.push(0xc0);
+        assert!(decode_write_of(&write(OUTCOME_TASK, 0, bytes), false).is_err(), "bytes after the last field");
+        let mut unknown = Out::with_capacity(8);
+        unknown.uint(kind::OUTCOME);
+        unknown.uint(9);
+        let (field, _) = field_of(decode_write_of(&write(OUTCOME_TASK, 0, unknown.bytes), false));
+        assert_eq!(field, "writes[outcome 0].ending");
+        let mut strange = Out::with_capacity(4);
+        strange.uint(42);
+        let (field, _) = field_of(decode_write_of(&write(0, 0, strange.bytes), false));
+        assert_eq!(field, "writes[0.0].kind");
+    }
+}

@@ -73,7 +73,12 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
         let result = match (result, persist.as_deref_mut()) {
             (Ok(output), Some(persist)) => match persist.save_finished(graph, index, task, &output, alone).await {
                 Ok(()) => Ok(output),
-                Err(error) => Err(Stop::Failed(error)),
+                Err(error) => {
+                    if matches!(error, GraphError::Unstorable { .. }) {
+                        super::codec::drop_deep(output);
+                    }
+                    Err(Stop::Failed(error))
+                }
             },
             (result, _) => result,
         };

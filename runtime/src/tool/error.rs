@@ -2,7 +2,7 @@
 //! it names what failed and says what to do.
 
 use std::error::Error as StdError;
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +13,10 @@ use std::time::Duration;
 pub enum ToolError {
     /// The arguments were text that is not JSON.
     #[error(
-        "the arguments for tool `{tool}` are not valid JSON ({reason}); \
-         send one JSON object that matches the tool's parameters"
+        "the arguments for tool `{}` are not valid JSON ({}); \
+         send one JSON object that matches the tool's parameters",
+        clip(.tool),
+        clip(.reason)
     )]
     InvalidJson {
         /// The tool that was called.
@@ -23,7 +25,7 @@ pub enum ToolError {
         reason: String,
     },
     /// The arguments do not match the tool's schema.
-    #[error("invalid arguments for tool `{tool}`: {}; fix them and call the tool again", list(.problems))]
+    #[error("invalid arguments for tool `{}`: {}; fix them and call the tool again", clip(.tool), list(.problems))]
     InvalidArguments {
         /// The tool that was called.
         tool: String,
@@ -31,7 +33,12 @@ pub enum ToolError {
         problems: Vec<ArgumentProblem>,
     },
     /// No tool has the name the model used.
-    #[error("there is no tool named `{name}`{}; the tools you can call are: {}", hint(.suggestion.as_deref()), names(.known))]
+    #[error(
+        "there is no tool named `{}`{}; the tools you can call are: {}",
+        clip(.name),
+        hint(.suggestion.as_deref()),
+        names(.known)
+    )]
     UnknownTool {
         /// The name the model used.
         name: String,
@@ -42,8 +49,10 @@ pub enum ToolError {
     },
     /// An earlier call in the same message used the same id; this one was not run.
     #[error(
-        "tool call id `{id}` is already used by call {first} of this message, so this call \
-         (call {index}, to `{tool}`) was not run: give every call its own id and call again"
+        "tool call id `{}` is already used by call {first} of this message, so this call \
+         (call {index}, to `{}`) was not run: give every call its own id and call again",
+        clip(.id),
+        clip(.tool)
     )]
     DuplicateCallId {
         /// The shared id.
@@ -170,15 +179,34 @@ pub struct ArgumentProblem {
 impl fmt::Display for ArgumentProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.path.is_empty() {
-            f.write_str(&self.message)
+            f.write_str(&clip(&self.message))
         } else {
-            write!(f, "field `{}`: {}", self.path, self.message)
+            write!(f, "field `{}`: {}", clip(&self.path), clip(&self.message))
         }
     }
 }
 
+/// At most this many argument problems are listed in one message.
+const LISTED_PROBLEMS: usize = 10;
+
 fn list(problems: &[ArgumentProblem]) -> String {
-    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    let mut text = problems.iter().take(LISTED_PROBLEMS).map(ToString::to_string).collect::<Vec<_>>().join("; ");
+    if problems.len() > LISTED_PROBLEMS {
+        let _ = write!(text, "; and {} more", problems.len() - LISTED_PROBLEMS);
+    }
+    text
+}
+
+/// How much of a string the model wrote an error message repeats.
+const CLIP_CHARS: usize = 100;
+
+/// `text`, or its first characters when it is long: what a model sent is echoed in errors, and
+/// errors become tool messages stored with the state, so a megabyte-long name must not be.
+pub(crate) fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(CLIP_CHARS) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((end, _)) => std::borrow::Cow::Owned(format!("{}… ({} bytes in all)", &text[..end], text.len())),
+    }
 }
 
 fn hint(suggestion: Option<&str>) -> String {

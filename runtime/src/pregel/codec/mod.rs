@@ -64,6 +64,13 @@ pub(crate) fn encode<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Res
     Err(EncodeError { path: path_of(error.path()), reason: error.into_inner().to_string() })
 }
 
+/// `value` as JSON, with nesting bounded as in [`encode`] (for values that leave a run as JSON:
+/// interrupts, custom stream events, the event log).
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<serde_json::Value, String> {
+    let left = Cell::new(MAX_DEPTH);
+    value.serialize(Bounded { inner: serde_json::value::Serializer, left: &left }).map_err(|e| e.to_string())
+}
+
 /// Decodes a value from exactly `bytes` (trailing bytes are an error).
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     let mut rest = bytes;
@@ -83,7 +90,56 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError
     deserializer.set_max_depth(MAX_DEPTH as usize);
     match serde_path_to_error::deserialize::<_, T>(&mut deserializer) {
         Ok(_) => Err(DecodeError::new("it does not decode")),
-        Err(error) => Err(DecodeError { path: path_of(error.path()), reason: error.into_inner().to_string() }),
+        Err(error) => Err(DecodeError { path: path_of(error.path()), reason: reason_of(&error.into_inner()) }),
+    }
+}
+
+/// A decoding error in words: what was found where the type expects something else, rather
+/// than the `MessagePack` marker's name.
+fn reason_of(error: &rmp_serde::decode::Error) -> String {
+    use rmp::Marker;
+    match error {
+        rmp_serde::decode::Error::TypeMismatch(marker) => {
+            let found = match marker {
+                Marker::FixPos(_)
+                | Marker::FixNeg(_)
+                | Marker::U8
+                | Marker::U16
+                | Marker::U32
+                | Marker::U64
+                | Marker::I8
+                | Marker::I16
+                | Marker::I32
+                | Marker::I64 => "an integer",
+                Marker::F32 | Marker::F64 => "a float",
+                Marker::Null => "nothing (nil)",
+                Marker::True | Marker::False => "a boolean",
+                Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => "a string",
+                Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => "bytes",
+                Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => "a list",
+                Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => "a map",
+                _ => "a value of another type",
+            };
+            format!("invalid type: found {found} where the stored type expects something else")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Drops a value a step could not store, on a thread with a large stack.
+///
+/// A value refused for nesting too deeply may be nested far deeper than the limit, and dropping
+/// it recurses once per level: on a tokio worker's 2 MiB stack a `serde_json::Value` nested a
+/// few thousand levels overflows in a debug build. The refused value is dropped where that
+/// cannot happen; if no thread can be started it is leaked rather than crash the process.
+pub(crate) fn drop_deep<T: Send + 'static>(value: T) {
+    const STACK: usize = 256 << 20;
+    let spawned =
+        std::thread::Builder::new().name("graphwright-drop".into()).stack_size(STACK).spawn(move || drop(value));
+    if let Ok(thread) = spawned {
+        let _ = thread.join();
+    } else {
+        tracing::warn!("could not start a thread to drop a deeply nested value; it was leaked");
     }
 }
 
