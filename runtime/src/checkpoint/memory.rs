@@ -1,26 +1,72 @@
 //! The in-process checkpointer.
 
-use super::{CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, WriteRecord};
+use super::{BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, WriteRecord};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// Keeps checkpoints in memory, for tests and for runs that need pauses and history but not
 /// survival across processes. Cheap to share behind an `Arc`.
 #[derive(Debug, Default)]
 pub struct MemorySaver {
     threads: Mutex<HashMap<String, Thread>>,
-    /// Claims by thread: whether one is held, and the latest fence.
-    claims: Mutex<HashMap<String, (bool, u64)>>,
 }
 
 #[derive(Debug, Default)]
 struct Thread {
     /// Checkpoints by id (ids sort by creation time).
     checkpoints: BTreeMap<String, CheckpointRecord>,
-    /// Writes by (checkpoint, task, index).
-    writes: BTreeMap<(String, u32, u32), WriteRecord>,
+    /// Writes by checkpoint, then by (task, index).
+    writes: HashMap<String, BTreeMap<(u32, u32), WriteRecord>>,
+    /// Whether a claim is held, and the latest claim's fence (kept across deletes, so fences
+    /// keep growing).
+    claimed: bool,
+    fence: u64,
+}
+
+impl Thread {
+    /// Fails unless `claim` is this thread's current claim.
+    fn check(&self, claim: &Claim) -> Result<(), CheckpointError> {
+        if self.claimed && self.fence == claim.fence() {
+            Ok(())
+        } else {
+            Err(CheckpointError::Fenced {
+                thread: claim.thread().to_owned(),
+                fence: claim.fence(),
+                current: self.fence,
+            })
+        }
+    }
+
+    fn insert_writes(&mut self, writes: Vec<WriteRecord>) {
+        for write in writes {
+            let of_checkpoint = match self.writes.get_mut(&write.checkpoint_id) {
+                Some(found) => found,
+                None => self.writes.entry(write.checkpoint_id.clone()).or_default(),
+            };
+            of_checkpoint.entry((write.task, write.index)).or_insert(write);
+        }
+    }
+
+    fn put(
+        &mut self,
+        record: CheckpointRecord,
+        expected_head: Option<String>,
+        writes: Vec<WriteRecord>,
+    ) -> Result<(), CheckpointError> {
+        let head = self.checkpoints.keys().next_back();
+        if head.map(String::as_str) != expected_head.as_deref() {
+            return Err(CheckpointError::Conflict {
+                found: head.cloned(),
+                thread: record.thread_id,
+                expected: expected_head,
+            });
+        }
+        self.insert_writes(writes);
+        self.checkpoints.insert(record.id.clone(), record);
+        Ok(())
+    }
 }
 
 impl MemorySaver {
@@ -30,53 +76,49 @@ impl MemorySaver {
         Self::default()
     }
 
-    fn with_threads<T>(&self, f: impl FnOnce(&mut HashMap<String, Thread>) -> T) -> Result<T, CheckpointError> {
-        let mut threads = self
-            .threads
+    fn threads(&self) -> Result<MutexGuard<'_, HashMap<String, Thread>>, CheckpointError> {
+        self.threads
             .lock()
-            .map_err(|_| CheckpointError::backend("locked the in-memory store", "a run panicked while holding it"))?;
-        Ok(f(&mut threads))
+            .map_err(|_| CheckpointError::backend("locked the in-memory store", "a run panicked while holding it"))
     }
 
-    fn with_claims<T>(&self, f: impl FnOnce(&mut HashMap<String, (bool, u64)>) -> T) -> Result<T, CheckpointError> {
-        let mut claims = self.claims.lock().map_err(|_| {
-            CheckpointError::backend("locked the in-memory claims", "a run panicked while holding them")
+    /// Runs `f` on the thread `claim` holds, if the claim is current.
+    fn claimed<T>(
+        &self,
+        claim: &Claim,
+        f: impl FnOnce(&mut Thread) -> Result<T, CheckpointError>,
+    ) -> Result<T, CheckpointError> {
+        let mut threads = self.threads()?;
+        let thread = threads.get_mut(claim.thread()).ok_or_else(|| CheckpointError::Fenced {
+            thread: claim.thread().to_owned(),
+            fence: claim.fence(),
+            current: 0,
         })?;
-        Ok(f(&mut claims))
-    }
-
-    /// Fails unless `claim` is the thread's current claim.
-    fn check(&self, claim: &Claim) -> Result<(), CheckpointError> {
-        let current = self.with_claims(|claims| claims.get(claim.thread()).map_or((false, 0), |c| *c))?;
-        match current {
-            (true, fence) if fence == claim.fence() => Ok(()),
-            (_, fence) => {
-                Err(CheckpointError::Fenced { thread: claim.thread().to_owned(), fence: claim.fence(), current: fence })
-            }
-        }
+        thread.check(claim)?;
+        f(thread)
     }
 }
 
 impl Checkpointer for MemorySaver {
     fn claim<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Claim, CheckpointError>> {
-        let result = self.with_claims(|claims| {
-            let (held, fence) = claims.entry(thread.to_owned()).or_insert((false, 0));
-            if *held {
+        let result = self.threads().and_then(|mut threads| {
+            let held = threads.entry(thread.to_owned()).or_default();
+            if held.claimed {
                 return Err(CheckpointError::Busy { thread: thread.to_owned(), holder: None });
             }
-            *held = true;
-            *fence += 1;
-            Ok(Claim::new(thread, *fence))
+            held.claimed = true;
+            held.fence += 1;
+            Ok(Claim::new(thread, held.fence))
         });
-        async move { result? }.boxed()
+        async move { result }.boxed()
     }
 
     fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
-        let result = self.with_claims(|claims| {
-            if let Some((held, fence)) = claims.get_mut(claim.thread())
-                && *fence == claim.fence()
+        let result = self.threads().map(|mut threads| {
+            if let Some(thread) = threads.get_mut(claim.thread())
+                && thread.fence == claim.fence()
             {
-                *held = false;
+                thread.claimed = false;
             }
         });
         async move { result }.boxed()
@@ -89,27 +131,8 @@ impl Checkpointer for MemorySaver {
         expected_head: Option<String>,
         writes: Vec<WriteRecord>,
     ) -> BoxFuture<'a, Result<(), CheckpointError>> {
-        if let Err(error) = self.check(claim) {
-            return async move { Err(error) }.boxed();
-        }
-        let result = self.with_threads(|threads| {
-            let thread = threads.entry(record.thread_id.clone()).or_default();
-            let head = thread.checkpoints.keys().next_back().cloned();
-            if head != expected_head {
-                return Err(CheckpointError::Conflict {
-                    thread: record.thread_id.clone(),
-                    expected: expected_head,
-                    found: head,
-                });
-            }
-            for write in writes {
-                let key = (write.checkpoint_id.clone(), write.task, write.index);
-                thread.writes.entry(key).or_insert(write);
-            }
-            thread.checkpoints.insert(record.id.clone(), record);
-            Ok(())
-        });
-        async move { result? }.boxed()
+        let result = self.claimed(claim, |thread| thread.put(record, expected_head, writes));
+        async move { result }.boxed()
     }
 
     fn put_writes<'a>(
@@ -117,15 +140,24 @@ impl Checkpointer for MemorySaver {
         claim: &'a Claim,
         writes: Vec<WriteRecord>,
     ) -> BoxFuture<'a, Result<(), CheckpointError>> {
-        if let Err(error) = self.check(claim) {
-            return async move { Err(error) }.boxed();
-        }
-        let result = self.with_threads(|threads| {
-            for write in writes {
-                let thread = threads.entry(write.thread_id.clone()).or_default();
-                let key = (write.checkpoint_id.clone(), write.task, write.index);
-                thread.writes.entry(key).or_insert(write);
+        let result = self.claimed(claim, |thread| {
+            thread.insert_writes(writes);
+            Ok(())
+        });
+        async move { result }.boxed()
+    }
+
+    fn put_batch<'a>(&'a self, claim: &'a Claim, ops: Vec<BatchOp>) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        // One lock for the batch; ops apply in order and stop at the first error, as the
+        // default does.
+        let result = self.claimed(claim, |thread| {
+            for op in ops {
+                match op {
+                    BatchOp::Writes(writes) => thread.insert_writes(writes),
+                    BatchOp::Put { record, expected_head, writes } => thread.put(record, expected_head, writes)?,
+                }
             }
+            Ok(())
         });
         async move { result }.boxed()
     }
@@ -135,7 +167,7 @@ impl Checkpointer for MemorySaver {
         thread: &'a str,
         id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
-        let result = self.with_threads(|threads| {
+        let result = self.threads().map(|threads| {
             let thread = threads.get(thread)?;
             match id {
                 Some(id) => thread.checkpoints.get(id).cloned(),
@@ -150,7 +182,7 @@ impl Checkpointer for MemorySaver {
         thread: &'a str,
         filter: &'a ListFilter,
     ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
-        let result = self.with_threads(|threads| {
+        let result = self.threads().map(|threads| {
             let Some(thread) = threads.get(thread) else { return Vec::new() };
             thread
                 .checkpoints
@@ -170,26 +202,19 @@ impl Checkpointer for MemorySaver {
         thread: &'a str,
         checkpoint: &'a str,
     ) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
-        let result = self.with_threads(|threads| {
-            let Some(thread) = threads.get(thread) else { return Vec::new() };
-            let from = (checkpoint.to_owned(), 0, 0);
-            thread.writes.range(from..).take_while(|((c, _, _), _)| c == checkpoint).map(|(_, w)| w.clone()).collect()
+        let result = self.threads().map(|threads| {
+            let Some(writes) = threads.get(thread).and_then(|t| t.writes.get(checkpoint)) else { return Vec::new() };
+            writes.values().cloned().collect()
         });
         async move { result }.boxed()
     }
 
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>> {
-        let result = self.with_threads(|threads| {
-            threads.remove(thread);
-        });
-        // The claim's fence grows, so a run still writing to the thread is fenced off.
-        let result = result.and_then(|()| {
-            self.with_claims(|claims| {
-                if let Some((held, fence)) = claims.get_mut(thread) {
-                    *held = false;
-                    *fence += 1;
-                }
-            })
+        let result = self.threads().map(|mut threads| {
+            if let Some(found) = threads.get_mut(thread) {
+                // The claim's fence grows, so a run still writing to the thread is fenced off.
+                *found = Thread { fence: found.fence + 1, ..Thread::default() };
+            }
         });
         async move { result }.boxed()
     }

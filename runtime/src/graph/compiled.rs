@@ -339,13 +339,22 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     }
 }
 
-/// Runs `run` under the config's deadline, if it has one.
-async fn with_deadline<S, C>(
+/// `run` under the config's deadline, if it has one. A plain fn: it builds the future to await
+/// in place, so the caller's future holds `run` once (an `async fn` taking `run` would keep
+/// room for the argument and for what it awaits).
+fn with_deadline<S, C, F>(
     cfg: &RunConfig<C>,
-    run: impl std::future::Future<Output = Result<RunOutput<S>, GraphError>>,
-) -> Result<RunOutput<S>, GraphError> {
+    run: F,
+) -> futures::future::Either<F, impl std::future::Future<Output = Result<RunOutput<S>, GraphError>>>
+where
+    F: std::future::Future<Output = Result<RunOutput<S>, GraphError>>,
+{
+    use futures::FutureExt;
+    use futures::future::Either;
     match cfg.deadline {
-        None => run.await,
-        Some(after) => tokio::time::timeout(after, run).await.unwrap_or(Err(GraphError::DeadlineExceeded { after })),
+        None => Either::Left(run),
+        Some(after) => Either::Right(
+            tokio::time::timeout(after, run).map(move |r| r.unwrap_or(Err(GraphError::DeadlineExceeded { after }))),
+        ),
     }
 }

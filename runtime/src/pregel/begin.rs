@@ -61,7 +61,7 @@ pub(crate) async fn start<S: State, C>(
     let mut persist =
         Persist::new(Arc::clone(&graph.saver), on.claim.clone(), Arc::clone(on.thread), on.durability, head.as_ref());
     let mut planner = Planner::new(graph);
-    if let Err(error) = persist.start(graph, &state, &input, &planner).await {
+    if let Err(error) = persist.start(graph, &state, &input).await {
         if matches!(error, GraphError::Unstorable { .. }) {
             super::codec::drop_deep(input);
         }

@@ -131,13 +131,14 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     let Start { mut state, mut tasks, mut saved, mut planner, mut step, resumed, initial_values } = start;
     let mut slots: Vec<Option<NodeOutput<S>>> = Vec::new();
     let mut ran = 0;
+    // Events go out through boxed futures: only streamed runs pay for room for them.
     if let Some(sink) = sink.filter(|s| initial_values && s.modes.contains(StreamMode::Values)) {
-        sink.send(step, EventKind::Values(state.clone())).await?;
+        Box::pin(sink.send(step, EventKind::Values(state.clone()))).await?;
     }
     while !tasks.is_empty() {
         if ran == limit {
             if let Some(persist) = persist
-                && let Err(error) = persist.abort(graph, &state, &tasks, &planner).await
+                && let Err(error) = Box::pin(persist.abort(graph, &state, &tasks, &planner)).await
             {
                 return Err(refused(error, state));
             }
@@ -146,7 +147,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         if !(resumed && ran == 0)
             && let Some(node) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before)
         {
-            return pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran).await;
+            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran)).await;
         }
         ran += 1;
         step += 1;
@@ -159,7 +160,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
         let at = task::At { step, checkpoint: checkpoint.as_ref() };
         if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
-            events::tasks_started(graph, sink, step, &tasks).await?;
+            Box::pin(events::tasks_started(graph, sink, step, &tasks)).await?;
         }
         if let Some(log) = &run.log {
             events::log_started(graph, &run, log, step, &state, &tasks);
@@ -173,7 +174,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             Err(failure) => {
                 let text = events::failure_text(&failure.error);
                 let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner };
-                return Err(stop.failed(persist, state, failure.task, text, failure.error).await);
+                return Err(Box::pin(stop.failed(persist, state, failure.task, text, failure.error)).await);
             }
         };
         if !paused.is_empty() {
@@ -181,7 +182,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
                 return Err(GraphError::InterruptWithoutThread { node: paused[0].1.node.clone() });
             };
             if let Err(error) =
-                persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Paused(&paused)).await
+                Box::pin(persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Paused(&paused))).await
             {
                 return Err(refused(error, state));
             }
@@ -196,10 +197,10 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             };
             let task = tasks.iter().rposition(|t| *graph.node_names[t.node as usize] == *second).unwrap_or(0);
             let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner };
-            return Err(stop.failed(persist, state, task, error.to_string(), error).await);
+            return Err(Box::pin(stop.failed(persist, state, task, error.to_string(), error)).await);
         }
         if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
-            sink.send(step, EventKind::Values(state.clone())).await?;
+            Box::pin(sink.send(step, EventKind::Values(state.clone()))).await?;
         }
         if let Some(log) = run.log.as_ref().filter(|l| l.policy.state) {
             events::log_state(&run, log, step, &state);
@@ -208,21 +209,21 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         let count = tasks.len();
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
         if let Some(persist) = &mut persist {
-            if let Err(error) = persist.checkpoint(graph, &state, count, &tasks, &planner).await {
+            if let Err(error) = Box::pin(persist.checkpoint(graph, &state, count, &tasks, &planner)).await {
                 return Err(refused(error, state));
             }
             if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {
                 let (id, step) = (persist.current().to_string(), persist.step());
-                sink.send(u64::try_from(step).unwrap_or(0), EventKind::Checkpoint { id, step, source: Source::Loop })
-                    .await?;
+                let event = EventKind::Checkpoint { id, step, source: Source::Loop };
+                Box::pin(sink.send(u64::try_from(step).unwrap_or(0), event)).await?;
             }
         }
         if let (Some(node), false) = (after, tasks.is_empty()) {
-            return pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran).await;
+            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran)).await;
         }
     }
     if let Some(persist) = persist
-        && let Err(error) = persist.finish(graph, &state, &planner).await
+        && let Err(error) = Box::pin(persist.finish(graph, &state, &planner)).await
     {
         return Err(refused(error, state));
     }

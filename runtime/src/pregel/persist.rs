@@ -227,7 +227,6 @@ impl Persist {
         graph: &Inner<S, C>,
         state: &S,
         input: &S::Update,
-        planner: &Planner,
     ) -> Result<(), GraphError> {
         self.current_step += 1;
         if self.durability == Durability::Exit {
@@ -235,8 +234,6 @@ impl Persist {
         }
         let parts =
             BodyParts { state: Some(state), next: &[], input_pending: true, deferred: &[], joins: &[], folded: &[] };
-        let (deferred, joins) = planner.saved();
-        let _ = (&deferred, &joins);
         let record = self.new_record(graph, &parts, Source::Input)?;
         let write = record::seal_write(&self.thread, &record.id, 0, OUTPUT_INDEX, record::encode_input::<S>(input)?);
         self.saved = vec![Some(record::check_of(&write.body))];
@@ -368,7 +365,7 @@ impl Persist {
             next,
             input_pending: false,
             deferred: &deferred,
-            joins: &joins,
+            joins,
             folded: &folded,
         };
         let record = self.new_record(graph, &parts, Source::Loop)?;
@@ -387,14 +384,8 @@ impl Persist {
         source: Source,
     ) -> Result<(), GraphError> {
         let (deferred, joins) = planner.saved();
-        let parts = BodyParts {
-            state: Some(state),
-            next,
-            input_pending: false,
-            deferred: &deferred,
-            joins: &joins,
-            folded: &[],
-        };
+        let parts =
+            BodyParts { state: Some(state), next, input_pending: false, deferred: &deferred, joins, folded: &[] };
         let record = self.new_record(graph, &parts, source)?;
         self.saved.clear();
         let writes = std::mem::take(&mut self.held);
@@ -534,7 +525,7 @@ impl Persist {
             next: branch.next,
             input_pending: branch.input_pending,
             deferred: &deferred,
-            joins: &joins,
+            joins,
             folded: &[],
         };
         let record = self.new_record(graph, &parts, branch.source)?;

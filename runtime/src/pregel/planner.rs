@@ -10,6 +10,8 @@ use crate::state::State;
 pub(crate) struct Planner {
     planned: Vec<u64>,
     deferred: Vec<bool>,
+    /// How many nodes are deferred now.
+    waiting: usize,
     join_slots: Vec<Vec<bool>>,
     pull: Vec<u32>,
     routed: Vec<u32>,
@@ -20,6 +22,7 @@ impl Planner {
         Self {
             planned: vec![0; graph.nodes.len()],
             deferred: vec![false; graph.nodes.len()],
+            waiting: 0,
             join_slots: graph.joins.iter().map(|j| vec![false; j.sources as usize]).collect(),
             pull: Vec::new(),
             routed: Vec::new(),
@@ -110,15 +113,22 @@ impl Planner {
     }
 
     /// Deferred nodes and join progress, to store in a checkpoint.
-    pub(crate) fn saved(&self) -> (Vec<u32>, Vec<Vec<bool>>) {
-        let deferred = (0..self.deferred.len() as u32).filter(|&n| self.deferred[n as usize]).collect();
-        (deferred, self.join_slots.clone())
+    pub(crate) fn saved(&self) -> (Vec<u32>, &[Vec<bool>]) {
+        // Most graphs defer nothing: no walk over every node at every step then.
+        let deferred = if self.waiting == 0 {
+            Vec::new()
+        } else {
+            (0..self.deferred.len() as u32).filter(|&n| self.deferred[n as usize]).collect()
+        };
+        (deferred, &self.join_slots)
     }
 
     /// Restores what [`Planner::saved`] returned.
     pub(crate) fn restore(&mut self, deferred: &[u32], joins: Vec<Vec<bool>>) {
         for &node in deferred {
-            self.deferred[node as usize] = true;
+            if !std::mem::replace(&mut self.deferred[node as usize], true) {
+                self.waiting += 1;
+            }
         }
         self.join_slots = joins;
     }
@@ -129,7 +139,9 @@ impl Planner {
         }
         let node = target.0 as usize;
         if graph.nodes[node].policy.defer {
-            self.deferred[node] = true;
+            if !std::mem::replace(&mut self.deferred[node], true) {
+                self.waiting += 1;
+            }
         } else if self.planned[node] != step {
             self.planned[node] = step;
             self.pull.push(target.0);
@@ -146,6 +158,10 @@ impl Planner {
     }
 
     fn release_deferred(&mut self) {
+        if self.waiting == 0 {
+            return;
+        }
+        self.waiting = 0;
         for (node, waiting) in self.deferred.iter_mut().enumerate() {
             if std::mem::take(waiting) {
                 self.pull.push(node as u32);

@@ -71,19 +71,23 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     let mut finish = async |index: usize, result: Result<NodeOutput<S>, Stop>, slots: &mut [Option<NodeOutput<S>>]| {
         let task = &tasks[index];
         let result = match (result, persist.as_deref_mut()) {
-            (Ok(output), Some(persist)) => match persist.save_finished(graph, index, task, &output, alone).await {
-                Ok(()) => Ok(output),
-                Err(error) => {
-                    if matches!(error, GraphError::Unstorable { .. }) {
-                        super::codec::drop_deep(output);
+            // Boxed, like the event below: only runs that persist (or stream) pay for room in
+            // this future.
+            (Ok(output), Some(persist)) => {
+                match Box::pin(persist.save_finished(graph, index, task, &output, alone)).await {
+                    Ok(()) => Ok(output),
+                    Err(error) => {
+                        if matches!(error, GraphError::Unstorable { .. }) {
+                            super::codec::drop_deep(output);
+                        }
+                        Err(Stop::Failed(error))
                     }
-                    Err(Stop::Failed(error))
                 }
-            },
+            }
             (result, _) => result,
         };
         if let Some(sink) = sink {
-            events::task_finished(graph, sink, at.step, index, task, &result)
+            Box::pin(events::task_finished(graph, sink, at.step, index, task, &result))
                 .await
                 .map_err(|error| StepFailure { task: index, error })?;
         }

@@ -13,31 +13,35 @@ use crate::checkpoint::Source;
 pub(crate) const LEN: usize = 4;
 
 /// Feeds the parts of a record to the checksum, each with its length so that no two different
-/// records feed the same bytes.
-pub(crate) struct Check(crc32fast::Hasher);
+/// records feed the same bytes. The parts are gathered in a buffer and checked in one pass
+/// (CRC-32 of many small pieces costs more than of one larger one).
+pub(crate) struct Check {
+    bytes: Vec<u8>,
+}
 
 impl Check {
     pub(crate) fn new() -> Self {
-        Self(crc32fast::Hasher::new())
+        Self { bytes: Vec::with_capacity(128) }
     }
 
-    pub(crate) fn bytes(mut self, bytes: &[u8]) -> Self {
-        self.0.update(&(bytes.len() as u64).to_le_bytes());
-        self.0.update(bytes);
+    pub(crate) fn text(mut self, text: &str) -> Self {
+        self.bytes.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        self.bytes.extend_from_slice(text.as_bytes());
         self
-    }
-
-    pub(crate) fn text(self, text: &str) -> Self {
-        self.bytes(text.as_bytes())
     }
 
     pub(crate) fn number(mut self, number: u64) -> Self {
-        self.0.update(&number.to_le_bytes());
+        self.bytes.extend_from_slice(&number.to_le_bytes());
         self
     }
 
-    pub(crate) fn finish(self) -> u32 {
-        self.0.finalize()
+    /// The check of the parts so far followed by `payload` (its length first).
+    pub(crate) fn finish(self, payload: &[u8]) -> u32 {
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&self.bytes);
+        hasher.update(&(payload.len() as u64).to_le_bytes());
+        hasher.update(payload);
+        hasher.finalize()
     }
 }
 
@@ -63,8 +67,7 @@ impl CheckpointKey<'_> {
             .text(self.source.as_str())
             .number(self.created_at_ms)
             .number(u64::from(self.format))
-            .bytes(payload)
-            .finish()
+            .finish(payload)
     }
 }
 
@@ -86,8 +89,7 @@ impl WriteKey<'_> {
             .number(u64::from(self.task))
             .number(u64::from(self.index))
             .number(u64::from(self.format))
-            .bytes(payload)
-            .finish()
+            .finish(payload)
     }
 }
 
