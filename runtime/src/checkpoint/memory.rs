@@ -18,7 +18,9 @@ struct Thread {
     /// Checkpoints by id (ids sort by creation time).
     checkpoints: BTreeMap<String, CheckpointRecord>,
     /// Writes by checkpoint, then by (task, index).
-    writes: HashMap<String, BTreeMap<(u32, u32), WriteRecord>>,
+    /// By checkpoint, ordered by (task, index): nearly always appended at the end, and far
+    /// smaller than a map per checkpoint.
+    writes: HashMap<String, Vec<WriteRecord>>,
     /// Whether a claim is held, and the latest claim's fence (kept across deletes, so fences
     /// keep growing).
     claimed: bool,
@@ -45,7 +47,15 @@ impl Thread {
                 Some(found) => found,
                 None => self.writes.entry(write.checkpoint_id.clone()).or_default(),
             };
-            of_checkpoint.entry((write.task, write.index)).or_insert(write);
+            let key = (write.task, write.index);
+            let found = match of_checkpoint.last() {
+                Some(last) if (last.task, last.index) < key => Err(of_checkpoint.len()),
+                _ => of_checkpoint.binary_search_by_key(&key, |w| (w.task, w.index)),
+            };
+            // The first write under a key is kept, as a store keyed by it would.
+            if let Err(at) = found {
+                of_checkpoint.insert(at, write);
+            }
         }
     }
 
@@ -100,6 +110,10 @@ impl MemorySaver {
 }
 
 impl Checkpointer for MemorySaver {
+    fn stores_in_memory(&self) -> bool {
+        true
+    }
+
     fn claim<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Claim, CheckpointError>> {
         let result = self.threads().and_then(|mut threads| {
             let held = threads.entry(thread.to_owned()).or_default();
@@ -204,7 +218,7 @@ impl Checkpointer for MemorySaver {
     ) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
         let result = self.threads().map(|threads| {
             let Some(writes) = threads.get(thread).and_then(|t| t.writes.get(checkpoint)) else { return Vec::new() };
-            writes.values().cloned().collect()
+            writes.clone()
         });
         async move { result }.boxed()
     }

@@ -241,6 +241,14 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// Deletes every checkpoint and write of `thread`.
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>>;
 
+    /// Whether a put completes in this process's memory, without I/O. Under
+    /// [`Durability::Async`](crate::Durability::Async) such a store is written in line: a
+    /// background writer would only add a hand-off, with no I/O to overlap, and the run is never
+    /// behind its store. `false` unless a backend says otherwise.
+    fn stores_in_memory(&self) -> bool {
+        false
+    }
+
     /// Applies `ops` in order. Backends with transactions override this to apply them in one
     /// (all or nothing), so a run under `Durability::Async` pays one commit for several steps.
     /// The default applies them one by one and stops at the first error.

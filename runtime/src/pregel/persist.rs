@@ -149,7 +149,7 @@ impl Persist {
         durability: Durability,
         head: Option<&CheckpointRecord>,
     ) -> Self {
-        let writer = (durability == Durability::Async).then(|| {
+        let writer = (durability == Durability::Async && !saver.stores_in_memory()).then(|| {
             let (queue, mut rx) = mpsc::channel::<(BatchOp, Option<OwnedSemaphorePermit>)>(WRITER_QUEUE);
             let saver = Arc::clone(&saver);
             let claim = claim.clone();

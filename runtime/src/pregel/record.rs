@@ -121,7 +121,7 @@ pub(crate) struct BodyParts<'a, S> {
 
 /// Encodes a checkpoint body's payload (without its integrity check).
 pub(crate) fn encode_body<S: State, C>(graph: &Inner<S, C>, parts: &BodyParts<'_, S>) -> Result<Vec<u8>, GraphError> {
-    let mut out = Out::with_capacity(32);
+    let mut out = Out::with_capacity(64);
     out.array(parts.next.len());
     for task in parts.next {
         let node = &graph.nodes[task.node as usize];

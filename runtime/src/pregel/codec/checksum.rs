@@ -14,14 +14,21 @@ pub(crate) const LEN: usize = 4;
 
 /// Feeds the parts of a record to the checksum, each with its length so that no two different
 /// records feed the same bytes. The parts are gathered in a buffer and checked in one pass
-/// (CRC-32 of many small pieces costs more than of one larger one).
+/// (CRC-32 of many small pieces costs more than of one larger one); the buffer is kept per
+/// thread, so a check allocates nothing once it has grown.
 pub(crate) struct Check {
     bytes: Vec<u8>,
 }
 
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 impl Check {
     pub(crate) fn new() -> Self {
-        Self { bytes: Vec::with_capacity(128) }
+        let mut bytes = SCRATCH.with(std::cell::Cell::take);
+        bytes.clear();
+        Self { bytes }
     }
 
     pub(crate) fn text(mut self, text: &str) -> Self {
@@ -36,12 +43,14 @@ impl Check {
     }
 
     /// The check of the parts so far followed by `payload` (its length first).
-    pub(crate) fn finish(self, payload: &[u8]) -> u32 {
+    pub(crate) fn finish(mut self, payload: &[u8]) -> u32 {
+        self.bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         let mut hasher = crc32fast::Hasher::new();
         hasher.update(&self.bytes);
-        hasher.update(&(payload.len() as u64).to_le_bytes());
         hasher.update(payload);
-        hasher.finalize()
+        let check = hasher.finalize();
+        SCRATCH.with(|scratch| scratch.set(std::mem::take(&mut self.bytes)));
+        check
     }
 }
 

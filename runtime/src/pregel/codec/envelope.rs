@@ -15,8 +15,9 @@ pub(crate) struct Out {
 }
 
 impl Out {
+    /// Room for `capacity` bytes, and for the integrity check sealed on after them.
     pub(crate) fn with_capacity(capacity: usize) -> Self {
-        Self { bytes: Vec::with_capacity(capacity) }
+        Self { bytes: Vec::with_capacity(capacity + super::checksum::LEN) }
     }
 
     pub(crate) fn uint(&mut self, value: u64) {
