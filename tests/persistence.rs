@@ -275,7 +275,9 @@ async fn async_durability_stays_within_its_bound_of_a_slow_store() {
     let stored = Arc::new(AtomicUsize::new(0));
     let ahead = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut graph = StateGraph::<Count>::new().add_edge(START, "n0");
-    for i in 0..60 {
+    // More steps than the bound, so a run that ignored it would be seen going past it.
+    let steps = graphwright::MAX_STEPS_AHEAD * 2 + 10;
+    for i in 0..steps {
         let (stored, ahead) = (Arc::clone(&stored), Arc::clone(&ahead));
         // Checkpoints made before step k starts: the input's, step 0's, and one per earlier step.
         let node = move |_s: &Count, rt: &Runtime| {
@@ -283,14 +285,14 @@ async fn async_durability_stays_within_its_bound_of_a_slow_store() {
             ahead.lock().unwrap().push(made - stored.load(Ordering::SeqCst));
             CountUpdate::new().n(1)
         };
-        let next = if i == 59 { END.to_owned() } else { format!("n{}", i + 1) };
+        let next = if i == steps - 1 { END.to_owned() } else { format!("n{}", i + 1) };
         graph = graph.add_node(format!("n{i}"), node).add_edge(format!("n{i}"), next);
     }
     let saver = Slow { inner: MemorySaver::new(), stored: Arc::clone(&stored) };
     let app = graph.checkpointer(saver).compile().unwrap();
     let cfg = RunConfig::thread("slow").durability(Durability::Async);
     let out = app.invoke(Count::default(), &cfg).await.unwrap();
-    assert_eq!(out.state.n, 60);
+    assert_eq!(out.state.n, steps as u64);
     let ahead = ahead.lock().unwrap();
     let most = *ahead.iter().max().unwrap();
     assert!(
@@ -299,5 +301,5 @@ async fn async_durability_stays_within_its_bound_of_a_slow_store() {
         graphwright::MAX_STEPS_AHEAD
     );
     assert!(most > 2, "the run did go ahead of the store ({ahead:?})");
-    assert_eq!(stored.load(Ordering::SeqCst), 62, "everything was stored before the run returned");
+    assert_eq!(stored.load(Ordering::SeqCst), steps + 2, "everything was stored before the run returned");
 }

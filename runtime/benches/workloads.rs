@@ -1,4 +1,4 @@
-//! The workloads of the LangGraph baseline (`/work/shared/bench/langgraph/WORKLOADS.md`),
+//! The workloads of the LangGraph baseline harness (each described where it is defined below),
 //! run the way the baseline runs them, printing one JSON line per workload on stdout.
 //!
 //! ```text

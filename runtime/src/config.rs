@@ -142,7 +142,7 @@ pub enum Durability {
     Sync,
     /// Each step's checkpoint is stored in the background while the next steps run, several
     /// steps to a commit; the run returns only once everything is stored. At most
-    /// [`MAX_STEPS_AHEAD`](crate::MAX_STEPS_AHEAD) (16) checkpoints wait for the store at any
+    /// [`MAX_STEPS_AHEAD`](crate::MAX_STEPS_AHEAD) (64) checkpoints wait for the store at any
     /// time: a slow store slows the run instead of letting it race ahead, and a crash loses at
     /// most that many steps. The default, as in LangGraph.
     #[default]

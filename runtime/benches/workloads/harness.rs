@@ -3,7 +3,7 @@
 //! A workload is measured by [`measure`]: one warm-up run, then [`RUNS`] timed runs. Around
 //! each run, untimed, it prepares what the run needs (a fresh thread id) and afterwards checks
 //! the result (final state, checkpoint count) and cleans up (deletes the thread). The JSON
-//! line follows the baseline's fields (`/work/shared/bench/README.md`).
+//! line follows the baseline's fields (the harness README).
 
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};

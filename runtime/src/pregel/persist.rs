@@ -26,9 +26,10 @@ const MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS: u32 = 256;
 
 /// Under [`Durability::Async`], how many checkpoints may wait for the store: a run goes on to
 /// the next step only while fewer than this are queued or being stored, so a slow store slows
-/// the run instead of letting it race ahead, and a crash loses at most this many steps. Sixteen
-/// lets a store that pays a disk flush per commit take several steps per commit.
-pub const MAX_STEPS_AHEAD: usize = 16;
+/// the run instead of letting it race ahead, and a crash loses at most this many steps. 64 lets
+/// a store that pays a disk flush per commit take many fast steps per commit; steps that call a
+/// model or a tool never get near it.
+pub const MAX_STEPS_AHEAD: usize = 64;
 
 /// How many operations the background writer's queue holds (task writes and checkpoints).
 const WRITER_QUEUE: usize = 64;
@@ -157,7 +158,16 @@ impl Persist {
                 // Whatever queued up while the last batch was being stored goes in one batch:
                 // one commit for several steps (group commit).
                 let mut batch = Vec::with_capacity(WRITER_QUEUE);
-                while rx.recv_many(&mut batch, WRITER_QUEUE).await > 0 {
+                while let Some(first) = rx.recv().await {
+                    batch.push(first);
+                    // The run was waiting for the last commit: give it one turn to queue the
+                    // steps it has ready, or each commit after a full batch would take one step.
+                    tokio::task::yield_now().await;
+                    while batch.len() < WRITER_QUEUE
+                        && let Ok(op) = rx.try_recv()
+                    {
+                        batch.push(op);
+                    }
                     let (ops, permits): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
                     saver.put_batch(&claim, ops).await?;
                     drop(permits);
