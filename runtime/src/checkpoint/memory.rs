@@ -3,24 +3,30 @@
 use super::{BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, WriteRecord};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+
+/// Maps keyed by thread and checkpoint ids. foldhash hashes a short id in a fraction of
+/// SipHash's time (a put hashes three ids), and its seed is random per map, which is enough
+/// for a store that lives in one process.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::{Mutex, MutexGuard};
 
 /// Keeps checkpoints in memory, for tests and for runs that need pauses and history but not
 /// survival across processes. Cheap to share behind an `Arc`.
 #[derive(Debug, Default)]
 pub struct MemorySaver {
-    threads: Mutex<HashMap<String, Thread>>,
+    threads: Mutex<Map<String, Thread>>,
 }
 
 #[derive(Debug, Default)]
 struct Thread {
     /// Checkpoints by id (ids sort by creation time).
-    checkpoints: BTreeMap<String, CheckpointRecord>,
+    /// Ordered by id. Ids grow with time, so a put nearly always appends.
+    checkpoints: Vec<CheckpointRecord>,
     /// Writes by checkpoint, then by (task, index).
     /// By checkpoint, ordered by (task, index): nearly always appended at the end, and far
     /// smaller than a map per checkpoint.
-    writes: HashMap<String, Vec<WriteRecord>>,
+    writes: Map<String, Vec<WriteRecord>>,
     /// Whether a claim is held, and the latest claim's fence (kept across deletes, so fences
     /// keep growing).
     claimed: bool,
@@ -39,6 +45,10 @@ impl Thread {
                 current: self.fence,
             })
         }
+    }
+
+    fn find(&self, id: &str) -> Result<usize, usize> {
+        self.checkpoints.binary_search_by(|c| c.id.as_str().cmp(id))
     }
 
     fn insert_writes(&mut self, writes: Vec<WriteRecord>) {
@@ -65,7 +75,7 @@ impl Thread {
         expected_head: Option<String>,
         writes: Vec<WriteRecord>,
     ) -> Result<(), CheckpointError> {
-        let head = self.checkpoints.keys().next_back();
+        let head = self.checkpoints.last().map(|c| &c.id);
         if head.map(String::as_str) != expected_head.as_deref() {
             return Err(CheckpointError::Conflict {
                 found: head.cloned(),
@@ -74,7 +84,13 @@ impl Thread {
             });
         }
         self.insert_writes(writes);
-        self.checkpoints.insert(record.id.clone(), record);
+        match self.checkpoints.last() {
+            Some(last) if last.id >= record.id => match self.find(&record.id) {
+                Ok(at) => self.checkpoints[at] = record,
+                Err(at) => self.checkpoints.insert(at, record),
+            },
+            _ => self.checkpoints.push(record),
+        }
         Ok(())
     }
 }
@@ -86,7 +102,7 @@ impl MemorySaver {
         Self::default()
     }
 
-    fn threads(&self) -> Result<MutexGuard<'_, HashMap<String, Thread>>, CheckpointError> {
+    fn threads(&self) -> Result<MutexGuard<'_, Map<String, Thread>>, CheckpointError> {
         self.threads
             .lock()
             .map_err(|_| CheckpointError::backend("locked the in-memory store", "a run panicked while holding it"))
@@ -184,8 +200,8 @@ impl Checkpointer for MemorySaver {
         let result = self.threads().map(|threads| {
             let thread = threads.get(thread)?;
             match id {
-                Some(id) => thread.checkpoints.get(id).cloned(),
-                None => thread.checkpoints.values().next_back().cloned(),
+                Some(id) => thread.find(id).ok().map(|at| thread.checkpoints[at].clone()),
+                None => thread.checkpoints.last().cloned(),
             }
         });
         async move { result }.boxed()
@@ -200,7 +216,7 @@ impl Checkpointer for MemorySaver {
             let Some(thread) = threads.get(thread) else { return Vec::new() };
             thread
                 .checkpoints
-                .values()
+                .iter()
                 .rev()
                 .filter(|c| filter.before.as_ref().is_none_or(|before| c.id < *before))
                 .filter(|c| filter.source.is_none_or(|source| c.source == source))

@@ -266,9 +266,9 @@ impl Persist {
             self.since_snapshot += 1;
         }
         let record = CheckpointRecord {
-            thread_id: self.thread.to_string(),
+            thread_id: String::from(&*self.thread),
             id: new_checkpoint_id(),
-            parent_id: (!self.current.is_empty()).then(|| self.current.to_string()),
+            parent_id: (!self.current.is_empty()).then(|| String::from(&*self.current)),
             step: self.current_step,
             source,
             created_at_ms: now_ms(),
