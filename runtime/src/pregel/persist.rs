@@ -21,6 +21,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
+/// A snapshot is taken when the writes stored since the last one have grown to this many times
+/// its size: storage stays linear in the run, a load folds at most that much, and a large state
+/// is encoded once per several steps rather than every few.
+const WRITES_PER_SNAPSHOT: usize = 2;
+
 /// Snapshots are taken at least this often, to bound how far back a load must fold.
 const MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS: u32 = 256;
 
@@ -356,7 +361,7 @@ impl Persist {
             return Ok(());
         }
         let snapshot = self.stored_head.is_none()
-            || self.bytes_since_snapshot >= self.snapshot_len
+            || self.bytes_since_snapshot >= WRITES_PER_SNAPSHOT * self.snapshot_len
             || self.since_snapshot >= MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS;
         // Which writes of the step this state folds in: needed to rebuild it without a snapshot,
         // and kept with a snapshot too, so a write of the step that is later lost or altered is

@@ -121,7 +121,7 @@ pub(crate) struct BodyParts<'a, S> {
 
 /// Encodes a checkpoint body's payload (without its integrity check).
 pub(crate) fn encode_body<S: State, C>(graph: &Inner<S, C>, parts: &BodyParts<'_, S>) -> Result<Vec<u8>, GraphError> {
-    let mut out = Out::with_capacity(64);
+    let mut out = Out::scratch();
     out.array(parts.next.len());
     for task in parts.next {
         let node = &graph.nodes[task.node as usize];
@@ -160,7 +160,7 @@ pub(crate) fn encode_body<S: State, C>(graph: &Inner<S, C>, parts: &BodyParts<'_
     if let Some(state) = parts.state {
         codec::encode(&mut out.bytes, state).map_err(|e| unstorable("the state", e))?;
     }
-    Ok(out.bytes)
+    Ok(out.into_exact())
 }
 
 /// Turns the bytes written since `start` into one `MessagePack` `bin` value, in place.
@@ -301,7 +301,7 @@ pub(crate) fn encode_output<S: State, C>(
     output: &NodeOutput<S>,
 ) -> Result<Vec<u8>, GraphError> {
     let node = &graph.nodes[task.node as usize];
-    let mut out = Out::with_capacity(64);
+    let mut out = Out::scratch();
     out.uint(kind::OUTPUT);
     out.text(&node.name);
     match &output.goto {
@@ -330,7 +330,7 @@ pub(crate) fn encode_output<S: State, C>(
     }
     codec::encode(&mut out.bytes, &*output.update)
         .map_err(|e| unstorable(format!("the update of node `{}`", node.name), e))?;
-    Ok(out.bytes)
+    Ok(out.into_exact())
 }
 
 /// Encodes a run's input.

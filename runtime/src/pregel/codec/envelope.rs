@@ -8,6 +8,13 @@
 use super::DecodeError;
 use rmp::encode as put;
 
+/// The largest scratch buffer a thread keeps between records.
+const MAX_KEPT_SCRATCH: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// Writes the fields of a record. Writing to a `Vec` cannot fail, so the results of the
 /// encoding calls carry nothing to handle.
 pub(crate) struct Out {
@@ -15,6 +22,26 @@ pub(crate) struct Out {
 }
 
 impl Out {
+    /// Writes into this thread's scratch buffer, which has grown to the records written before,
+    /// so encoding a record never regrows a buffer; [`Out::into_exact`] copies the bytes out.
+    pub(crate) fn scratch() -> Self {
+        let mut bytes = SCRATCH.with(std::cell::Cell::take);
+        bytes.clear();
+        Self { bytes }
+    }
+
+    /// The bytes written, in a buffer of exactly their length plus room for the integrity
+    /// check; the scratch buffer goes back for the next record.
+    pub(crate) fn into_exact(self) -> Vec<u8> {
+        let mut exact = Vec::with_capacity(self.bytes.len() + super::checksum::LEN);
+        exact.extend_from_slice(&self.bytes);
+        // A rare huge record does not pin its buffer to the thread for good.
+        if self.bytes.capacity() <= MAX_KEPT_SCRATCH {
+            SCRATCH.with(|scratch| scratch.set(self.bytes));
+        }
+        exact
+    }
+
     /// Room for `capacity` bytes, and for the integrity check sealed on after them.
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Self { bytes: Vec::with_capacity(capacity + super::checksum::LEN) }
