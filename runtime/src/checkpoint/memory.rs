@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use std::collections::HashMap;
 
 /// Maps keyed by thread and checkpoint ids. foldhash hashes a short id in a fraction of
-/// SipHash's time (a put hashes three ids), and its seed is random per map, which is enough
+/// `SipHash`'s time (a put hashes three ids), and its seed is random per map, which is enough
 /// for a store that lives in one process.
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::{Mutex, MutexGuard};
