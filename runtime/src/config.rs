@@ -26,6 +26,7 @@ pub struct RunConfig<C = ()> {
     pub(crate) recursion_limit: Option<u64>,
     pub(crate) deadline: Option<Duration>,
     pub(crate) log: Option<crate::log::RunLog>,
+    pub(crate) budget: Option<crate::model::Budget>,
 }
 
 impl<C> Default for RunConfig<C> {
@@ -38,6 +39,7 @@ impl<C> Default for RunConfig<C> {
             recursion_limit: None,
             deadline: None,
             log: None,
+            budget: None,
         }
     }
 }
@@ -52,6 +54,7 @@ impl<C> Clone for RunConfig<C> {
             recursion_limit: self.recursion_limit,
             deadline: self.deadline,
             log: self.log.clone(),
+            budget: self.budget,
         }
     }
 }
@@ -64,6 +67,7 @@ impl<C> std::fmt::Debug for RunConfig<C> {
             .field("context", &self.context.as_ref().map(|_| std::any::type_name::<C>()))
             .field("recursion_limit", &self.recursion_limit)
             .field("deadline", &self.deadline)
+            .field("budget", &self.budget)
             .field("durability", &self.durability)
             .field("log", &self.log.as_ref().map(|log| &log.policy))
             .finish()
@@ -103,6 +107,15 @@ impl<C> RunConfig<C> {
     #[must_use]
     pub fn deadline(mut self, after: Duration) -> Self {
         self.deadline = Some(after);
+        self
+    }
+
+    /// Limits what the run's model calls may spend (tokens, cost, calls); a call that starts
+    /// with a limit reached, or whose reply passes one, fails its step with
+    /// [`GraphError::BudgetExceeded`](crate::GraphError::BudgetExceeded).
+    #[must_use]
+    pub fn budget(mut self, budget: crate::model::Budget) -> Self {
+        self.budget = Some(budget);
         self
     }
 

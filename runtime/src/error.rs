@@ -183,6 +183,17 @@ pub enum GraphError {
         /// The limit that was reached.
         limit: u64,
     },
+    /// A model call of the node would have taken the run past its
+    /// [`Budget`](crate::model::Budget); nothing of that step was applied.
+    #[error("node `{node}` stopped in step {step}: {limit}")]
+    BudgetExceeded {
+        /// The node whose model call passed the budget.
+        node: String,
+        /// The super-step.
+        step: u64,
+        /// The limit, and what was spent.
+        limit: crate::model::BudgetLimit,
+    },
     /// The run was stopped by its deadline.
     #[error("the run was cancelled after {after:?} by the deadline set with `RunConfig::deadline`")]
     DeadlineExceeded {

@@ -74,6 +74,7 @@ pub mod graph;
 pub mod interrupt;
 pub mod log;
 pub mod message;
+pub mod model;
 pub mod node;
 pub mod policy;
 pub(crate) mod pregel;

@@ -175,6 +175,25 @@ pub enum LogEntryKind {
         /// The state.
         state: Value,
     },
+    /// A node called a model (one entry per call, retries included).
+    ModelCall {
+        /// The node that called.
+        node: String,
+        /// The provider (`openai`, `anthropic`, `scripted`, ...).
+        provider: String,
+        /// The model's name.
+        model: String,
+        /// The prompt's hash ([`prompt_hash`](crate::model::prompt_hash)): equal prompts, equal hashes.
+        prompt_hash: String,
+        /// How many attempts were made.
+        attempts: u32,
+        /// What the call used, if it got a reply.
+        usage: Option<crate::model::Usage>,
+        /// Its error, if it failed.
+        error: Option<String>,
+        /// How long it took, retries included, in milliseconds.
+        duration_ms: u64,
+    },
 }
 
 /// Where log entries go.
@@ -245,6 +264,10 @@ impl RunLog {
     ) {
         let output = output.and_then(|o| self.policy.capture(self.policy.outputs, o));
         let kind = LogEntryKind::NodeFinished { node: node.to_owned(), task, output, error, interrupted };
+        self.log.record(Self::entry(at, kind));
+    }
+
+    pub(crate) fn model_call(&self, at: &At<'_>, kind: LogEntryKind) {
         self.log.record(Self::entry(at, kind));
     }
 

@@ -68,6 +68,8 @@ pub(crate) struct RunShared<C> {
     pub(crate) writer: Option<crate::stream::SharedWriter>,
     /// The run's event log, if it has one.
     pub(crate) log: Option<crate::log::RunLog>,
+    /// What the run's model calls spent, against its budget and deadline.
+    pub(crate) meter: crate::model::Meter,
 }
 
 /// Where a task sits in its run.
@@ -79,7 +81,40 @@ pub(crate) struct TaskInfo {
     pub(crate) attempt: u32,
 }
 
+impl Runtime<()> {
+    /// A runtime outside any graph, for calling a model (or a tool) from plain code:
+    /// `model.invoke(&messages, &Runtime::detached())`. Its calls are retried and traced like
+    /// a node's; they stream nowhere, and [`usage`](Runtime::usage) sums them.
+    #[must_use]
+    pub fn detached() -> Self {
+        static NAMES: std::sync::OnceLock<Arc<[Arc<str>]>> = std::sync::OnceLock::new();
+        let node_names = NAMES.get_or_init(|| Arc::from([Arc::from("detached")])).clone();
+        let run = RunShared {
+            context: Arc::new(()),
+            thread_id: None,
+            run_id: 0,
+            node_names,
+            store: None,
+            writer: None,
+            log: None,
+            meter: crate::model::Meter::default(),
+        };
+        Self {
+            run: Arc::new(run),
+            task: TaskInfo { step: 0, node: 0, index: 0, attempt: 1 },
+            answers: None,
+            checkpoint: None,
+            interrupt_calls: AtomicU32::new(0),
+        }
+    }
+}
+
 impl<C> Runtime<C> {
+    /// What the run's model calls have used so far (all tasks of the run together).
+    pub fn usage(&self) -> crate::model::Usage {
+        self.run.meter.usage()
+    }
+
     /// The run's context, as passed with [`RunConfig::context`](crate::RunConfig::context).
     pub fn context(&self) -> &C {
         &self.run.context
@@ -205,5 +240,21 @@ impl<C> Runtime<C> {
             value,
             call,
         }))
+    }
+}
+
+impl<C> crate::model::context::sealed::Sealed for Runtime<C> {}
+
+impl<C: Send + Sync> crate::model::CallContext for Runtime<C> {
+    fn model_scope(&self) -> crate::model::Scope<'_> {
+        crate::model::Scope {
+            meter: &self.run.meter,
+            writer: self.run.writer.as_deref(),
+            node: self.node(),
+            step: self.step(),
+            run_id: self.run.run_id,
+            thread: self.thread_id(),
+            log: self.run.log.as_ref(),
+        }
     }
 }

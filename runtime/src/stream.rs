@@ -117,6 +117,21 @@ pub enum EventKind<S: State> {
         /// The new text.
         delta: String,
     },
+    /// `messages`: a piece of a tool call a model is asking for, in the reply `message_id`.
+    ToolCallDelta {
+        /// The node generating it.
+        node: String,
+        /// The reply (assistant message) it belongs to.
+        message_id: String,
+        /// Which call of the reply (0 for the first).
+        index: u32,
+        /// The call's id, on its first piece.
+        id: Option<String>,
+        /// The tool's name, on its first piece.
+        name: Option<String>,
+        /// More of the arguments' JSON text.
+        arguments: String,
+    },
     /// `tasks`: a task started.
     TaskStarted {
         /// The node.
@@ -189,6 +204,15 @@ impl<S: State> fmt::Debug for EventKind<S> {
                 .field("message_id", message_id)
                 .field("delta", delta)
                 .finish(),
+            Self::ToolCallDelta { node, message_id, index, id, name, arguments } => f
+                .debug_struct("ToolCallDelta")
+                .field("node", node)
+                .field("message_id", message_id)
+                .field("index", index)
+                .field("id", id)
+                .field("name", name)
+                .field("arguments", arguments)
+                .finish(),
             Self::TaskStarted { node, task } => {
                 f.debug_struct("TaskStarted").field("node", node).field("task", task).finish()
             }
@@ -222,11 +246,15 @@ pub(crate) const CHANNEL: usize = 256;
 pub(crate) enum Written {
     Custom(Value),
     Message { message_id: String, delta: String },
+    ToolCall { message_id: String, index: u32, id: Option<String>, name: Option<String>, arguments: String },
 }
 
 /// The part of a sink that nodes write to: not generic over the state, so `Runtime` can hold it.
 pub(crate) trait NodeWriter: Send + Sync {
     fn write(&self, node: &str, step: u64, written: Written);
+
+    /// Whether `messages` events are wanted, so a model reply is worth streaming.
+    fn streams_messages(&self) -> bool;
 }
 
 /// Where a streamed run's events go.
@@ -270,6 +298,10 @@ impl<S: State> Sink<S> {
 }
 
 impl<S: State> NodeWriter for Sink<S> {
+    fn streams_messages(&self) -> bool {
+        self.modes.contains(StreamMode::Messages)
+    }
+
     fn write(&self, node: &str, step: u64, written: Written) {
         let kind = match written {
             Written::Custom(value) if self.modes.contains(StreamMode::Custom) => {
@@ -277,6 +309,11 @@ impl<S: State> NodeWriter for Sink<S> {
             }
             Written::Message { message_id, delta } if self.modes.contains(StreamMode::Messages) => {
                 EventKind::Message { node: node.to_owned(), message_id, delta }
+            }
+            Written::ToolCall { message_id, index, id, name, arguments }
+                if self.modes.contains(StreamMode::Messages) =>
+            {
+                EventKind::ToolCallDelta { node: node.to_owned(), message_id, index, id, name, arguments }
             }
             _ => return,
         };

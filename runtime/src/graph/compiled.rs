@@ -129,9 +129,21 @@ pub struct RunOutput<S> {
     pub steps: u64,
     /// Why the run paused; empty when it finished.
     pub interrupts: Vec<Interrupt>,
+    /// What the run's model calls used.
+    pub usage: crate::model::Usage,
 }
 
 impl<S> RunOutput<S> {
+    /// What the run's model calls used: tokens, cost (when prices are set) and calls.
+    pub fn usage(&self) -> &crate::model::Usage {
+        &self.usage
+    }
+
+    pub(crate) fn with_usage(mut self, usage: crate::model::Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
     /// Whether the run paused for an interrupt instead of finishing.
     pub fn is_interrupted(&self) -> bool {
         !self.interrupts.is_empty()
@@ -335,6 +347,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             store: self.inner.store.clone(),
             writer,
             log: cfg.log.clone(),
+            meter: crate::model::Meter::new(cfg.budget, cfg.deadline.map(|after| tokio::time::Instant::now() + after)),
         }))
     }
 }

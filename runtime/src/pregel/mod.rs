@@ -82,7 +82,7 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
                     if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
                         sink.send(0, EventKind::Values(state.clone())).await?;
                     }
-                    return Ok(RunOutput { state, steps: 0, interrupts: Vec::new() });
+                    return Ok(RunOutput { state, steps: 0, interrupts: Vec::new(), usage: run.meter.usage() });
                 }
                 Prepared::Run(begin) => (*begin, true),
             },
@@ -147,7 +147,9 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         if !(resumed && ran == 0)
             && let Some(node) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before)
         {
-            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran)).await;
+            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran))
+                .await
+                .map(|o| o.with_usage(run.meter.usage()));
         }
         ran += 1;
         step += 1;
@@ -187,7 +189,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
                 return Err(refused(error, state));
             }
             let interrupts = paused.into_iter().map(|(_, interrupt)| interrupt).collect();
-            return Ok(RunOutput { state, steps: ran, interrupts });
+            return Ok(RunOutput { state, steps: ran, interrupts, usage: run.meter.usage() });
         }
         if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
             // The conflict is reported on the second of the two tasks that wrote the field.
@@ -219,7 +221,9 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             }
         }
         if let (Some(node), false) = (after, tasks.is_empty()) {
-            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran)).await;
+            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran))
+                .await
+                .map(|o| o.with_usage(run.meter.usage()));
         }
     }
     if let Some(persist) = persist
@@ -227,7 +231,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     {
         return Err(refused(error, state));
     }
-    Ok(RunOutput { state, steps: ran, interrupts: Vec::new() })
+    Ok(RunOutput { state, steps: ran, interrupts: Vec::new(), usage: run.meter.usage() })
 }
 
 /// A step that cannot complete, and what it leaves to store.
@@ -290,5 +294,5 @@ async fn pause_at_breakpoint<S: State, C>(
         return Err(refused(error, state));
     }
     let interrupt = Interrupt::breakpoint(&current, when, name);
-    Ok(RunOutput { state, steps: ran, interrupts: vec![interrupt] })
+    Ok(RunOutput { state, steps: ran, interrupts: vec![interrupt], usage: crate::model::Usage::default() })
 }

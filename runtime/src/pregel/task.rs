@@ -168,6 +168,10 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
                 Err(error) => error,
             },
         };
+        // A spent budget stays spent: retrying the node could only fail again.
+        if let Some(limit) = run.meter.exceeded() {
+            return Err(Stop::Failed(GraphError::BudgetExceeded { node: node.name.to_string(), step, limit }));
+        }
         match node.policy.retry_after(&error, attempt) {
             Some(policy) => {
                 tracing::debug!(node = %node.name, step, attempt, %error, "node failed; retrying");

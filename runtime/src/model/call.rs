@@ -1,0 +1,160 @@
+//! One model call as a run makes it: budget, retries, deadline, streaming into the run, usage,
+//! the tracing span and the log entry. Every client goes through here.
+
+use super::context::Scope;
+use super::{ChatModel, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, ToolCallDelta, prompt_hash};
+use crate::log::{At, LogEntryKind};
+use crate::message::Message;
+use crate::stream::Written;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+/// Makes the call `model` with `settings` (the model's own unless overridden), in `scope`.
+pub(crate) async fn respond<M: ChatModel + ?Sized>(
+    model: &M,
+    messages: &[Message],
+    settings: &ModelSettings,
+    scope: Scope<'_>,
+) -> Result<ModelReply, ModelError> {
+    scope.meter.admit()?;
+    let hash = prompt_hash(model.model(), messages, settings);
+    let stream = settings.streaming.unwrap_or_else(|| scope.streams_messages());
+    let message_id = crate::message::fresh_id();
+    let span = tracing::info_span!(
+        "model_call",
+        provider = model.provider(),
+        model = model.model(),
+        prompt_hash = %hash,
+        node = scope.node,
+        step = scope.step,
+        attempt = tracing::field::Empty,
+        input_tokens = tracing::field::Empty,
+        output_tokens = tracing::field::Empty,
+        cached_tokens = tracing::field::Empty,
+        cost = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let mut attempts = 0;
+    let result = async {
+        loop {
+            attempts += 1;
+            span.record("attempt", attempts);
+            let mut sink = Forward { scope: &scope, message_id: &message_id, delivered: false };
+            let request = ModelRequest { model: model.model(), messages, settings, stream };
+            let error = match attempt(model, request, &mut sink, settings, &scope).await {
+                Ok(reply) => break Ok(reply),
+                Err(error) => error,
+            };
+            if sink.delivered || !settings.retry.retries(&error, attempts) {
+                break Err(error);
+            }
+            let wait = settings.retry.wait(attempts, error.retry_after());
+            if scope.meter.deadline().is_some_and(|d| Instant::now() + wait >= d) {
+                break Err(ModelError::DeadlineExceeded {
+                    provider: model.provider().to_owned(),
+                    last: Some(Box::new(error)),
+                });
+            }
+            tracing::warn!(attempt = attempts, ?wait, %error, "model call failed; retrying");
+            tokio::time::sleep(wait).await;
+        }
+    }
+    .instrument(span.clone())
+    .await;
+    let result = result.and_then(|mut reply| {
+        if let Some(price) = &settings.price {
+            reply.usage = reply.usage.priced(price);
+        }
+        reply.usage.calls = 1;
+        reply.message.id = Some(message_id);
+        span.record("input_tokens", reply.usage.input_tokens);
+        span.record("output_tokens", reply.usage.output_tokens);
+        span.record("cached_tokens", reply.usage.cached_tokens);
+        span.record("cost", reply.usage.cost);
+        scope.meter.charge(reply.usage)?;
+        Ok(reply)
+    });
+    if let Some(log) = scope.log {
+        let (usage, error) = match &result {
+            Ok(reply) => (Some(reply.usage), None),
+            Err(error) => (None, Some(error.to_string())),
+        };
+        let at = At { run_id: scope.run_id, thread: scope.thread, step: scope.step };
+        log.model_call(
+            &at,
+            LogEntryKind::ModelCall {
+                node: scope.node.to_owned(),
+                provider: model.provider().to_owned(),
+                model: model.model().to_owned(),
+                prompt_hash: hash,
+                attempts,
+                usage,
+                error,
+                duration_ms: started.elapsed().as_millis() as u64,
+            },
+        );
+    }
+    result
+}
+
+/// One attempt, cut short by the attempt timeout and by the run's deadline.
+async fn attempt<M: ChatModel + ?Sized>(
+    model: &M,
+    request: ModelRequest<'_>,
+    sink: &mut Forward<'_>,
+    settings: &ModelSettings,
+    scope: &Scope<'_>,
+) -> Result<ModelReply, ModelError> {
+    let provider = || model.provider().to_owned();
+    let by_timeout = settings.timeout.map(|t| (Instant::now() + t, true));
+    let by_deadline = scope.meter.deadline().map(|d| (d, false));
+    let limit = match (by_timeout, by_deadline) {
+        (Some(t), Some(d)) => Some(if t.0 <= d.0 { t } else { d }),
+        (t, d) => t.or(d),
+    };
+    let call = model.generate(request, sink);
+    let Some((at, is_timeout)) = limit else { return call.await };
+    match tokio::time::timeout_at(at, call).await {
+        Ok(result) => result,
+        Err(_) if is_timeout => Err(ModelError::Timeout {
+            provider: provider(),
+            message: format!("no complete reply within {:?}", settings.timeout.unwrap_or_default()),
+        }),
+        Err(_) => Err(ModelError::DeadlineExceeded { provider: provider(), last: None }),
+    }
+}
+
+/// Forwards a reply's pieces to the run's `messages` stream under the reply's id, and notes
+/// whether any arrived (a call that delivered part of its reply is never sent again).
+struct Forward<'a> {
+    scope: &'a Scope<'a>,
+    message_id: &'a str,
+    delivered: bool,
+}
+
+impl ReplySink for Forward<'_> {
+    fn text(&mut self, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        self.delivered = true;
+        if let Some(writer) = self.scope.writer {
+            let written = Written::Message { message_id: self.message_id.to_owned(), delta: delta.to_owned() };
+            writer.write(self.scope.node, self.scope.step, written);
+        }
+    }
+
+    fn tool_call(&mut self, delta: ToolCallDelta<'_>) {
+        self.delivered = true;
+        if let Some(writer) = self.scope.writer {
+            let written = Written::ToolCall {
+                message_id: self.message_id.to_owned(),
+                index: delta.index,
+                id: delta.id.map(str::to_owned),
+                name: delta.name.map(str::to_owned),
+                arguments: delta.arguments.to_owned(),
+            };
+            writer.write(self.scope.node, self.scope.step, written);
+        }
+    }
+}

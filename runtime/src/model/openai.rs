@@ -1,0 +1,662 @@
+//! OpenAI-compatible Chat Completions: OpenAI, the llama.cpp server, vLLM, Ollama's `/v1`,
+//! `LiteLLM`.
+
+use super::http::{self, ErrorBody};
+use super::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
+use super::request::{ModelRequest, ModelSettings, ToolChoice};
+use super::sse;
+use super::{ChatModel, ModelError, Usage};
+use crate::message::{Message, Role, ToolCall};
+use crate::tool::schema;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+const PROVIDER: &str = "openai";
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A client of an OpenAI-compatible Chat Completions endpoint (`POST {base}/chat/completions`).
+///
+/// `OpenAi::new(model)` reads the key from `OPENAI_API_KEY` and the base URL from
+/// `OPENAI_BASE_URL` (default `https://api.openai.com/v1`); [`base_url`](OpenAi::base_url) and
+/// [`api_key`](OpenAi::api_key) set them in code. Servers that differ from OpenAI in small ways
+/// are read leniently: numeric error codes, tool calls without an `index` or all at index 0,
+/// finish reasons this crate does not know, `usage` absent or `null`.
+///
+/// ```
+/// use graphwright::model::{ChatModel, OpenAi};
+///
+/// let local = OpenAi::new("qwen3").base_url("http://127.0.0.1:8080/v1").api_key("none").temperature(0.2);
+/// assert_eq!(local.model(), "qwen3");
+/// assert_eq!(local.endpoint(), "http://127.0.0.1:8080/v1/chat/completions");
+/// ```
+#[derive(Clone)]
+pub struct OpenAi {
+    model: String,
+    base_url: String,
+    api_key: Option<String>,
+    headers: Vec<(String, String)>,
+    settings: ModelSettings,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAi")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAi {
+    /// A client of `model`, keyed and addressed by `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
+    pub fn new(model: impl Into<String>) -> Self {
+        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.trim().is_empty());
+        Self {
+            model: model.into(),
+            base_url: env("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+            api_key: env("OPENAI_API_KEY"),
+            headers: Vec::new(),
+            settings: ModelSettings::default(),
+            http: http::shared_client(),
+        }
+    }
+
+    /// The server's base URL, up to and including `/v1`.
+    #[must_use]
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// The API key, sent as `Authorization: Bearer`.
+    #[must_use]
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// An extra header on every request (`OpenAI-Organization`, a proxy's key, ...).
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The HTTP client to send with (its proxy, TLS roots and pool), instead of the shared one.
+    #[must_use]
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = client;
+        self
+    }
+
+    /// The URL requests go to.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+
+    /// OpenAI's own API takes `max_completion_tokens` (its reasoning models refuse
+    /// `max_tokens`); compatible servers know `max_tokens`.
+    fn is_openai_itself(&self) -> bool {
+        self.base_url.contains("api.openai.com")
+    }
+
+    /// The request body.
+    pub(crate) fn body(&self, request: &ModelRequest<'_>) -> Value {
+        let settings = request.settings;
+        let mut body = Map::new();
+        body.insert("model".into(), json!(request.model));
+        body.insert("messages".into(), Value::Array(request.messages.iter().filter_map(wire_message).collect()));
+        if !settings.tools.is_empty() {
+            let strict = settings.strict();
+            let tools = settings
+                .tools
+                .iter()
+                .map(|t| {
+                    let mut function = json!({"name": t.name, "description": t.description});
+                    if strict {
+                        function["parameters"] = schema::strict(t.parameters.clone());
+                        function["strict"] = json!(true);
+                    } else {
+                        function["parameters"] = t.parameters.clone();
+                    }
+                    json!({"type": "function", "function": function})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            let choice = match &settings.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+            };
+            body.insert("tool_choice".into(), choice);
+            if let Some(parallel) = settings.parallel_tool_calls {
+                body.insert("parallel_tool_calls".into(), json!(parallel));
+            }
+        }
+        if let Some(temperature) = settings.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(max) = settings.max_tokens {
+            let key = if self.is_openai_itself() { "max_completion_tokens" } else { "max_tokens" };
+            body.insert(key.into(), json!(max));
+        }
+        if !settings.stop.is_empty() {
+            body.insert("stop".into(), json!(settings.stop));
+        }
+        if let Some(format) = &settings.response_format {
+            body.insert(
+                "response_format".into(),
+                json!({
+                    "type": "json_schema",
+                    "json_schema": {"name": format.name, "strict": true, "schema": schema::strict(format.schema.clone())},
+                }),
+            );
+        }
+        if request.stream {
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        Value::Object(body)
+    }
+
+    async fn send(&self, request: ModelRequest<'_>, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
+        let body = serde_json::to_vec(&self.body(&request))
+            .map_err(|e| ModelError::Config(format!("the request could not be encoded: {e}")))?;
+        let mut builder = self.http.post(self.endpoint());
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value);
+        }
+        if request.stream {
+            builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
+        }
+        let response = http::post(PROVIDER, builder, body).await?;
+        if request.stream {
+            read_stream(response, sink).await
+        } else {
+            let body = response.bytes().await.map_err(|e| http::transport(PROVIDER, &e))?;
+            parse_completion(&body)
+        }
+    }
+}
+
+impl ChatModel for OpenAi {
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut ModelSettings {
+        &mut self.settings
+    }
+
+    fn generate<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        sink: &'a mut dyn ReplySink,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        Box::pin(self.send(request, sink))
+    }
+}
+
+/// A message in the Chat Completions form; `None` for what is not sent (remove markers).
+fn wire_message(message: &Message) -> Option<Value> {
+    Some(match message.role {
+        Role::System => json!({"role": "system", "content": message.content}),
+        Role::User => json!({"role": "user", "content": message.content}),
+        Role::Assistant if message.tool_calls.is_empty() => json!({"role": "assistant", "content": message.content}),
+        Role::Assistant => {
+            let calls: Vec<Value> = message
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    let arguments = match &c.arguments {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}})
+                })
+                .collect();
+            let content = if message.content.is_empty() { Value::Null } else { json!(message.content) };
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": message.tool_call_id.as_deref().unwrap_or_default(),
+            "content": message.content,
+        }),
+        Role::Remove => return None,
+    })
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    id: Option<String>,
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<WireUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: Option<WireMessage>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    content: Option<Value>,
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireCall {
+    id: Option<String>,
+    function: Option<WireFunction>,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: Option<String>,
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    prompt_tokens_details: Option<Details>,
+}
+
+#[derive(Deserialize)]
+struct Details {
+    cached_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(&self) -> Usage {
+        let cached = self.prompt_tokens_details.as_ref().and_then(|d| d.cached_tokens).unwrap_or(0);
+        Usage::tokens(self.prompt_tokens, self.completion_tokens).with_cached(cached)
+    }
+}
+
+fn invalid(raw: &[u8], reason: impl Into<String>) -> ModelError {
+    ModelError::InvalidOutput { raw: String::from_utf8_lossy(raw).into_owned(), reason: reason.into() }
+}
+
+fn finish_reason(reason: Option<&str>) -> FinishReason {
+    match reason {
+        None => FinishReason::Unknown,
+        Some("stop") => FinishReason::Stop,
+        Some("length") => FinishReason::Length,
+        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
+        Some("content_filter") => FinishReason::ContentFilter,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// The text of `content`: a string, or an array of parts whose text parts are joined.
+fn content_text(content: Option<&Value>) -> Result<String, String> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(Value::Array(parts)) => {
+            Ok(parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().concat())
+        }
+        Some(other) => Err(format!("`content` is neither text nor a list of parts: {other}")),
+    }
+}
+
+/// Tool-call arguments as sent: a JSON string normally, an object from some servers.
+fn arguments_text(arguments: Option<&Value>) -> String {
+    match arguments {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A tool call whose arguments arrived as text; an empty text is no arguments.
+fn tool_call(id: String, name: String, arguments: &str) -> ToolCall {
+    if arguments.trim().is_empty() {
+        ToolCall::new(id, name, json!({}))
+    } else {
+        ToolCall::from_text(id, name, arguments)
+    }
+}
+
+/// A non-streamed completion.
+fn parse_completion(raw: &[u8]) -> Result<ModelReply, ModelError> {
+    let completion: Completion =
+        serde_json::from_slice(raw).map_err(|e| invalid(raw, format!("the response is not a chat completion: {e}")))?;
+    if let Some(error) = completion.error {
+        return Err(http::classify_event(PROVIDER, &ErrorBody::parse(json!({"error": error}).to_string().as_bytes())));
+    }
+    let Some(choice) = completion.choices.into_iter().next() else {
+        return Err(invalid(raw, "the response has no choices"));
+    };
+    let Some(wire) = choice.message else {
+        return Err(invalid(raw, "the response's choice has no message"));
+    };
+    let mut content = content_text(wire.content.as_ref()).map_err(|reason| invalid(raw, reason))?;
+    if content.is_empty()
+        && let Some(refusal) = wire.refusal
+    {
+        content = refusal;
+    }
+    let mut calls = Vec::new();
+    for (index, call) in wire.tool_calls.unwrap_or_default().into_iter().enumerate() {
+        let Some(function) = call.function else {
+            return Err(invalid(raw, format!("tool call {index} has no `function`")));
+        };
+        let Some(name) = function.name.filter(|n| !n.is_empty()) else {
+            return Err(invalid(raw, format!("tool call {index} has no name")));
+        };
+        let id = call.id.filter(|i| !i.is_empty()).unwrap_or_else(|| format!("call_{index}"));
+        calls.push(tool_call(id, name, &arguments_text(function.arguments.as_ref())));
+    }
+    Ok(ModelReply {
+        message: Message::assistant(content).with_tool_calls(calls),
+        usage: completion.usage.map(|u| u.usage()).unwrap_or_default(),
+        finish_reason: finish_reason(choice.finish_reason.as_deref()),
+        model: completion.model.unwrap_or_default(),
+        response_id: completion.id,
+    })
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    id: Option<String>,
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    usage: Option<WireUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    index: u32,
+    delta: Option<Delta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    content: Option<Value>,
+    refusal: Option<String>,
+    tool_calls: Option<Vec<CallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct CallDelta {
+    index: Option<u32>,
+    id: Option<String>,
+    function: Option<WireFunction>,
+}
+
+/// A tool call being assembled from its pieces.
+struct Partial {
+    wire_index: Option<u32>,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// A streamed reply being assembled.
+#[derive(Default)]
+struct Assembly {
+    text: String,
+    calls: Vec<Partial>,
+    finish: Option<String>,
+    usage: Option<Usage>,
+    id: Option<String>,
+    model: Option<String>,
+    delivered: bool,
+}
+
+impl Assembly {
+    /// The slot a tool-call piece belongs to. Pieces are keyed by `index`; a piece without one
+    /// (old Ollama) continues the last call unless it brings a new id; a new id at a used index
+    /// (Ollama sends each call whole, all at index 0) starts a new call.
+    fn slot(&mut self, piece: &CallDelta) -> usize {
+        let new_id = piece.id.as_deref().filter(|i| !i.is_empty());
+        let found = match piece.index {
+            Some(index) => self.calls.iter().rposition(|c| c.wire_index == Some(index)),
+            None => self.calls.len().checked_sub(1),
+        };
+        match found {
+            Some(at) if new_id.is_none_or(|id| self.calls[at].id.is_empty() || self.calls[at].id == id) => at,
+            _ => {
+                self.calls.push(Partial {
+                    wire_index: piece.index,
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                self.calls.len() - 1
+            }
+        }
+    }
+
+    fn take(&mut self, chunk: Chunk, sink: &mut dyn ReplySink) -> Result<(), ModelError> {
+        if let Some(error) = chunk.error {
+            let body = ErrorBody::parse(json!({"error": error}).to_string().as_bytes());
+            let error = http::classify_event(PROVIDER, &body);
+            return Err(if self.delivered { sse::broken(PROVIDER, true, error.to_string()) } else { error });
+        }
+        self.id = self.id.take().or(chunk.id);
+        self.model = self.model.take().or(chunk.model);
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.usage());
+        }
+        // Only the first choice is read: requests never ask for more than one.
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(reason);
+            }
+            let Some(delta) = choice.delta else { continue };
+            let text =
+                content_text(delta.content.as_ref()).map_err(|reason| sse::broken(PROVIDER, self.delivered, reason))?;
+            let text = if text.is_empty() { delta.refusal.unwrap_or_default() } else { text };
+            if !text.is_empty() {
+                self.delivered = true;
+                sink.text(&text);
+                self.text.push_str(&text);
+            }
+            for piece in delta.tool_calls.unwrap_or_default() {
+                let at = self.slot(&piece);
+                let call = &mut self.calls[at];
+                let (name, arguments) = match piece.function {
+                    Some(f) => (f.name, arguments_text(f.arguments.as_ref())),
+                    None => (None, String::new()),
+                };
+                let id = piece.id.filter(|i| !i.is_empty() && call.id.is_empty());
+                if let Some(id) = &id {
+                    call.id.clone_from(id);
+                }
+                let name = name.filter(|n| !n.is_empty() && call.name.is_empty());
+                if let Some(name) = &name {
+                    call.name.clone_from(name);
+                }
+                call.arguments.push_str(&arguments);
+                self.delivered = true;
+                sink.tool_call(ToolCallDelta {
+                    index: at as u32,
+                    id: id.as_deref(),
+                    name: name.as_deref(),
+                    arguments: &arguments,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<ModelReply, ModelError> {
+        let mut calls = Vec::with_capacity(self.calls.len());
+        for (index, call) in self.calls.into_iter().enumerate() {
+            if call.name.is_empty() {
+                return Err(ModelError::InvalidOutput {
+                    raw: call.arguments,
+                    reason: format!("streamed tool call {index} never got a name"),
+                });
+            }
+            let id = if call.id.is_empty() { format!("call_{index}") } else { call.id };
+            calls.push(tool_call(id, call.name, &call.arguments));
+        }
+        Ok(ModelReply {
+            message: Message::assistant(self.text).with_tool_calls(calls),
+            usage: self.usage.unwrap_or_default(),
+            finish_reason: finish_reason(self.finish.as_deref()),
+            model: self.model.unwrap_or_default(),
+            response_id: self.id,
+        })
+    }
+}
+
+/// A streamed completion: chunks until `data: [DONE]`.
+async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
+    let mut events = sse::events(response);
+    let mut reply = Assembly::default();
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))?;
+        if event.data == "[DONE]" {
+            return reply.finish();
+        }
+        if event.data.trim().is_empty() {
+            continue;
+        }
+        let chunk: Chunk = serde_json::from_str(&event.data).map_err(|e| {
+            sse::broken(
+                PROVIDER,
+                reply.delivered,
+                format!("a chunk is not a chat completion chunk ({e}): {}", event.data),
+            )
+        })?;
+        reply.take(chunk, sink)?;
+    }
+    // Some servers close without `[DONE]`; a reply that said why it finished is whole.
+    if reply.finish.is_some() {
+        return reply.finish();
+    }
+    Err(sse::broken(PROVIDER, reply.delivered, "the stream ended before the reply finished"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Pieces(Vec<String>);
+
+    impl ReplySink for Pieces {
+        fn text(&mut self, delta: &str) {
+            self.0.push(format!("text:{delta}"));
+        }
+        fn tool_call(&mut self, delta: ToolCallDelta<'_>) {
+            self.0.push(format!("call{}:{:?}:{:?}:{}", delta.index, delta.id, delta.name, delta.arguments));
+        }
+    }
+
+    fn assemble(chunks: &[Value]) -> (Result<ModelReply, ModelError>, Vec<String>) {
+        let mut sink = Pieces(Vec::new());
+        let mut reply = Assembly::default();
+        for chunk in chunks {
+            if let Err(e) = reply.take(serde_json::from_value(chunk.clone()).unwrap(), &mut sink) {
+                return (Err(e), sink.0);
+            }
+        }
+        (reply.finish(), sink.0)
+    }
+
+    #[test]
+    fn ollama_calls_whole_at_index_zero_stay_apart() {
+        let call = |id: &str, name: &str, args: &str| json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id, "function": {"name": name, "arguments": args}}]}}]});
+        let (reply, _) = assemble(&[
+            call("a", "one", "{\"x\":1}"),
+            call("b", "two", "{}"),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        ]);
+        let reply = reply.unwrap();
+        let names: Vec<_> = reply.message.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str())).collect();
+        assert_eq!(names, [("a", "one"), ("b", "two")]);
+        assert_eq!(reply.message.tool_calls[0].arguments, json!({"x": 1}));
+    }
+
+    #[test]
+    fn pieces_without_index_continue_the_last_call() {
+        let (reply, pieces) = assemble(&[
+            json!({"choices": [{"delta": {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{\"a\":"}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"function": {"arguments": "2}"}}]}, "finish_reason": "weird_new_reason"}]}),
+        ]);
+        let reply = reply.unwrap();
+        assert_eq!(reply.message.tool_calls[0].arguments, json!({"a": 2}));
+        assert_eq!(reply.finish_reason, FinishReason::Other("weird_new_reason".into()));
+        assert_eq!(pieces, ["call0:Some(\"c1\"):Some(\"f\"):{\"a\":", "call0:None:None:2}"]);
+    }
+
+    #[test]
+    fn an_error_chunk_after_text_is_a_stream_error_after_content() {
+        let (reply, _) = assemble(&[
+            json!({"choices": [{"index": 0, "delta": {"content": "Hel"}}]}),
+            json!({"error": {"message": "overloaded", "type": "overloaded_error", "code": 529}}),
+        ]);
+        assert!(matches!(reply, Err(ModelError::Stream { after_content: true, .. })), "{reply:?}");
+        let (reply, _) = assemble(&[json!({"error": {"message": "slow down", "type": "rate_limit_error"}})]);
+        assert!(matches!(reply, Err(ModelError::RateLimited { .. })), "{reply:?}");
+    }
+
+    #[test]
+    fn a_nameless_call_is_invalid_output() {
+        let (reply, _) = assemble(&[
+            json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}, "finish_reason": "tool_calls"}]}),
+        ]);
+        assert!(matches!(reply, Err(ModelError::InvalidOutput { .. })), "{reply:?}");
+    }
+
+    #[test]
+    fn completions_of_odd_shapes_are_typed_errors() {
+        let parse = |body: &str| parse_completion(body.as_bytes());
+        assert!(
+            matches!(parse(r#"{"choices": []}"#), Err(ModelError::InvalidOutput { reason, .. }) if reason.contains("no choices"))
+        );
+        assert!(matches!(parse("not json"), Err(ModelError::InvalidOutput { .. })));
+        assert!(
+            matches!(parse(r#"{"choices": [{}]}"#), Err(ModelError::InvalidOutput { reason, .. }) if reason.contains("no message"))
+        );
+        assert!(matches!(
+            parse(r#"{"choices": [{"message": {"content": 7}}]}"#),
+            Err(ModelError::InvalidOutput { .. })
+        ));
+        let broken = parse(r#"{"choices": [{"message": {"tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{\"a\":"}}]}, "finish_reason": "tool_calls"}]}"#).unwrap();
+        assert_eq!(
+            broken.message.tool_calls[0].arguments,
+            json!("{\"a\":"),
+            "malformed arguments reach the tool node as text"
+        );
+        let parts = parse(r#"{"choices": [{"message": {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 1}}}"#).unwrap();
+        assert_eq!(parts.message.content, "ab");
+        assert_eq!(parts.usage, Usage::tokens(3, 2).with_cached(1));
+    }
+}

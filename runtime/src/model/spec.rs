@@ -1,0 +1,32 @@
+//! Models named by a `provider:model` string.
+
+use super::{Anthropic, ChatModel, ModelError, OpenAi};
+use std::sync::Arc;
+
+/// The model a `provider:model` spec names, configured from the environment: `openai:gpt-4o-mini`
+/// ([`OpenAi`], also any OpenAI-compatible server through `OPENAI_BASE_URL`) or
+/// `anthropic:claude-sonnet-4-5` ([`Anthropic`]).
+///
+/// ```
+/// use graphwright::model::from_spec;
+///
+/// let model = from_spec("openai:gpt-4o-mini")?;
+/// assert_eq!((model.provider(), model.model()), ("openai", "gpt-4o-mini"));
+/// let error = from_spec("gpt-4o-mini").unwrap_err();
+/// assert!(error.to_string().contains("provider:model"));
+/// # Ok::<(), graphwright::model::ModelError>(())
+/// ```
+pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
+    let Some((provider, model)) = spec.split_once(':').filter(|(p, m)| !p.is_empty() && !m.is_empty()) else {
+        return Err(ModelError::Config(format!(
+            "`{spec}` is not a model spec: write `provider:model`, e.g. `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`"
+        )));
+    };
+    match provider {
+        "openai" => Ok(Arc::new(OpenAi::new(model))),
+        "anthropic" => Ok(Arc::new(Anthropic::new(model))),
+        other => Err(ModelError::Config(format!(
+            "unknown model provider `{other}` in `{spec}`: use `openai` (also for OpenAI-compatible servers) or `anthropic`"
+        ))),
+    }
+}
