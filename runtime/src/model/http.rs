@@ -155,8 +155,15 @@ pub(crate) fn classify_event(provider: &str, error: &ErrorBody) -> ModelError {
 fn classify_parsed(provider: &str, status: u16, retry_after: Option<Duration>, body: &ErrorBody) -> ModelError {
     let provider = provider.to_owned();
     let message = body.text();
-    if body.says(&["context_length", "context length", "context window", "maximum context", "prompt is too long"])
-        && status < 500
+    if body.says(&[
+        "context_length",
+        "context length",
+        "context_size",
+        "context size",
+        "context window",
+        "maximum context",
+        "prompt is too long",
+    ]) && status < 500
     {
         return ModelError::ContextLength { provider, message };
     }

@@ -1,0 +1,470 @@
+//! The model clients against real servers on loopback: aimock (OpenAI and Anthropic wire
+//! formats, injected errors, cut streams), llama.cpp's server with a real model, and canned
+//! responses for shapes no server sends on purpose.
+
+#[path = "support/model_servers.rs"]
+mod model_servers;
+
+use futures::StreamExt;
+use graphwright::model::{Anthropic, ChatModel, FinishReason, ModelError, ModelRetry, OpenAi, ToolChoice, Usage};
+use graphwright::prelude::*;
+use graphwright::{EventKind, StreamMode};
+use model_servers::{Aimock, Canned, LlamaServer, Loopback};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn openai(base: &str) -> OpenAi {
+    OpenAi::new("test-model").base_url(base).api_key("sk-test")
+}
+
+fn anthropic(base: &str) -> Anthropic {
+    Anthropic::new("test-model").base_url(base).api_key("sk-ant-test")
+}
+
+fn ask(text: &str) -> Vec<Message> {
+    vec![Message::user(text)]
+}
+
+/// Get the weather for a city.
+#[tool]
+fn get_weather(
+    /// The city.
+    city: String,
+) -> String {
+    format!("sunny in {city}")
+}
+
+/// Get the time in a time zone.
+#[tool]
+fn get_time(
+    /// The zone.
+    tz: String,
+) -> String {
+    format!("noon in {tz}")
+}
+
+#[tokio::test]
+async fn openai_text_reply_with_usage_and_the_request_it_sent() {
+    let mock = Aimock::start();
+    let model = openai(&mock.openai_base()).temperature(0.5).max_tokens(64);
+    let reply = model.respond(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert_eq!(reply.message.content, "Hello there, friend!");
+    assert_eq!(reply.usage, Usage { calls: 1, ..Usage::tokens(12, 5) });
+    assert_eq!(reply.finish_reason, FinishReason::Stop);
+    assert!(reply.response_id.is_some_and(|id| id.starts_with("chatcmpl-")));
+    let sent = &mock.bodies("/v1/chat/completions").await[0];
+    assert_eq!(sent["model"], "test-model");
+    assert_eq!(sent["messages"], serde_json::json!([{"role": "user", "content": "say hello"}]));
+    assert_eq!((sent["temperature"].as_f64(), sent["max_tokens"].as_u64()), (Some(0.5), Some(64)));
+    assert!(sent.get("stream").is_none() && sent.get("tools").is_none());
+}
+
+#[graph(context = Arc<dyn ChatModel>)]
+mod agent {
+    use graphwright::model::ChatModel;
+    use graphwright::prelude::*;
+    use std::sync::Arc;
+
+    #[state]
+    pub struct State {
+        #[reducer(messages)]
+        pub messages: Vec<Message>,
+    }
+
+    #[node(entry, next = END)]
+    async fn call_model(state: &State, rt: &Runtime<Arc<dyn ChatModel>>) -> Result<StateUpdate, NodeError> {
+        let reply = rt.context().invoke(&state.messages, rt).await?;
+        Ok(StateUpdate::new().messages(vec![reply]))
+    }
+}
+
+/// Runs the one-node agent with `model`, streaming `messages`: the final state and the
+/// tool-call pieces streamed, as (message id, index, id, name, arguments).
+async fn stream_agent(
+    model: Arc<dyn ChatModel>,
+    question: &str,
+) -> (Result<agent::State, GraphError>, Vec<(String, u32, Option<String>, Option<String>, String)>, String) {
+    let app = agent::graph().compile().unwrap();
+    let cfg = RunConfig::default().context(model);
+    let mut stream = app.stream(agent::StateUpdate::new().messages(ask(question)), &cfg, StreamMode::Messages);
+    let (mut calls, mut text, mut end) = (Vec::new(), String::new(), None);
+    while let Some(event) = stream.next().await {
+        match event.kind {
+            EventKind::ToolCallDelta { message_id, index, id, name, arguments, .. } => {
+                calls.push((message_id, index, id, name, arguments));
+            }
+            EventKind::Message { delta, .. } => text.push_str(&delta),
+            EventKind::Finished { state, .. } => end = Some(Ok(state)),
+            EventKind::Failed(error) => end = Some(Err(error)),
+            _ => {}
+        }
+    }
+    (end.expect("a terminal event"), calls, text)
+}
+
+fn check_parallel_calls(state: &agent::State, pieces: &[(String, u32, Option<String>, Option<String>, String)]) {
+    let reply = state.messages.last().unwrap();
+    let calls: Vec<_> =
+        reply.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.clone())).collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_w", "get_weather", serde_json::json!({"city": "Paris"})),
+            ("call_t", "get_time", serde_json::json!({"tz": "CET"}))
+        ]
+    );
+    assert!(pieces.iter().all(|p| Some(&p.0) == reply.id.as_ref()), "pieces carry the reply's id");
+    let names: Vec<_> = pieces.iter().filter_map(|p| p.3.clone().map(|n| (p.1, n))).collect();
+    assert_eq!(names, [(0, "get_weather".to_owned()), (1, "get_time".to_owned())]);
+    let args_of = |i| pieces.iter().filter(|p| p.1 == i).map(|p| p.4.as_str()).collect::<String>();
+    assert_eq!(serde_json::from_str::<Value>(&args_of(0)).unwrap(), serde_json::json!({"city": "Paris"}));
+}
+
+#[tokio::test]
+async fn openai_streamed_parallel_tool_calls_reach_the_state_and_the_messages_stream() {
+    let mock = Aimock::start();
+    let model = openai(&mock.openai_base()).bind_tools(&tools![GetWeather, GetTime]).parallel_tool_calls(true);
+    let (state, pieces, _) = stream_agent(Arc::new(model), "weather and time").await;
+    check_parallel_calls(&state.unwrap(), &pieces);
+    let sent = &mock.bodies("/v1/chat/completions").await[0];
+    assert_eq!(sent["stream"], true);
+    assert_eq!(sent["stream_options"]["include_usage"], true);
+    assert_eq!((sent["tool_choice"].as_str(), sent["parallel_tool_calls"].as_bool()), (Some("auto"), Some(true)));
+    let function = &sent["tools"][0]["function"];
+    assert_eq!((function["name"].as_str(), function["strict"].as_bool()), (Some("get_weather"), Some(true)));
+    assert_eq!(function["parameters"]["additionalProperties"], false);
+}
+
+#[tokio::test]
+async fn anthropic_streamed_and_whole_tool_calls_and_the_request_it_sent() {
+    let mock = Aimock::start();
+    let model = anthropic(mock.url())
+        .bind_tools(&tools![GetWeather, GetTime])
+        .tool_choice(ToolChoice::Required)
+        .parallel_tool_calls(false);
+    let (state, pieces, _) = stream_agent(Arc::new(model.clone()), "weather and time").await;
+    check_parallel_calls(&state.unwrap(), &pieces);
+    let whole = model
+        .invoke(&[Message::system("be brief"), Message::user("weather and time")], &Runtime::detached())
+        .await
+        .unwrap();
+    assert_eq!(whole.tool_calls.len(), 2);
+    // aimock journals Anthropic requests translated to the OpenAI shape; the exact body is
+    // checked against a loopback server below.
+    let sent = mock.bodies("/v1/messages").await;
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[1]["messages"][0], serde_json::json!({"role": "system", "content": "be brief"}));
+    assert_eq!(sent[1]["max_tokens"], 4096);
+    assert_eq!(sent[1]["tools"][1]["function"]["name"], "get_time");
+    assert_eq!(mock.journal().await[0]["headers"]["anthropic-version"], "2023-06-01");
+}
+
+/// The JSON body of a raw request a loopback server recorded.
+fn body_of(request: &str) -> Value {
+    serde_json::from_str(&request[request.find("\r\n\r\n").unwrap() + 4..]).unwrap()
+}
+
+#[tokio::test]
+async fn anthropic_requests_are_messages_api_requests() {
+    let reply = r#"{"id": "msg_1", "type": "message", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Verdict", "input": {"approve": false, "reason": "no"}}], "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 4}}"#;
+    let server = Loopback::serve(vec![Canned::new(200, "application/json", reply)]).await;
+    let model = anthropic(server.url())
+        .bind_tools(&tools![GetWeather, GetTime])
+        .tool_choice(ToolChoice::Required)
+        .parallel_tool_calls(false);
+    let conversation = [
+        Message::system("be brief"),
+        Message::user("weather?"),
+        Message::assistant("").with_tool_calls(vec![ToolCall::new(
+            "toolu_0",
+            "get_weather",
+            serde_json::json!({"city": "Oslo"}),
+        )]),
+        Message::tool("toolu_0", "sunny"),
+    ];
+    let whole = model.respond(&conversation, &Runtime::detached()).await.unwrap();
+    assert_eq!(whole.message.tool_calls[0].name, "Verdict");
+    let verdict = model.structured::<Verdict>().invoke(&conversation, &Runtime::detached()).await.unwrap();
+    assert_eq!(verdict, Verdict { approve: false, reason: "no".into() });
+    let requests = server.requests();
+    let head = requests[0].to_lowercase();
+    assert!(head.starts_with("post /v1/messages "), "{head}");
+    assert!(head.contains("x-api-key: sk-ant-test") && head.contains("anthropic-version: 2023-06-01"));
+    let first = body_of(&requests[0]);
+    assert_eq!(first["system"], "be brief");
+    assert_eq!(first["tool_choice"], serde_json::json!({"type": "any", "disable_parallel_tool_use": true}));
+    assert_eq!(first["tools"][1]["name"], "get_time");
+    assert!(first["tools"][1]["input_schema"].is_object());
+    assert_eq!(first["messages"][2]["content"][0]["type"], "tool_result");
+    let structured = body_of(&requests[1]);
+    assert_eq!(structured["tool_choice"]["type"], "tool");
+    assert_eq!(structured["tool_choice"]["name"], "Verdict");
+    assert_eq!(structured["tools"].as_array().unwrap().len(), 1, "bound tools are not offered for structured output");
+}
+
+#[tokio::test]
+async fn a_rate_limited_call_waits_the_asked_second_and_is_sent_once_more() {
+    let mock = Aimock::start();
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let started = Instant::now();
+    let reply = openai(&mock.openai_base()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After: 1 is honoured ({:?})", started.elapsed());
+    assert_eq!(reply.content, "Hello there, friend!");
+    assert_eq!(mock.journal().await.len(), 2, "one failed attempt, one retry");
+
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error = openai(&mock.openai_base())
+        .retry(ModelRetry::none())
+        .invoke(&ask("say hello"), &Runtime::detached())
+        .await
+        .unwrap_err();
+    let ModelError::RateLimited { retry_after, message, .. } = &error else { panic!("{error}") };
+    assert_eq!(*retry_after, Some(Duration::from_secs(1)));
+    assert!(message.contains("Rate limit reached"), "{message}");
+}
+
+#[tokio::test]
+async fn anthropic_overload_is_retried_and_server_errors_are_classified() {
+    let mock = Aimock::start();
+    mock.fail_next(529, "overloaded_error", "Overloaded").await;
+    let model = anthropic(mock.url()).retry(ModelRetry::default().initial_wait(Duration::from_millis(20)));
+    let reply = model.invoke(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert_eq!(reply.content, "Hello there, friend!");
+    assert_eq!(mock.journal().await.len(), 2);
+
+    let once = anthropic(mock.url()).retry(ModelRetry::none());
+    mock.fail_next(529, "overloaded_error", "Overloaded").await;
+    assert!(matches!(once.invoke(&ask("say hello"), &Runtime::detached()).await, Err(ModelError::Overloaded { .. })));
+    mock.fail_next(500, "api_error", "Internal").await;
+    assert!(matches!(
+        once.invoke(&ask("say hello"), &Runtime::detached()).await,
+        Err(ModelError::Server { status: 500, .. })
+    ));
+    mock.fail_next(401, "authentication_error", "invalid x-api-key").await;
+    let error = model.invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::Auth { status: 401, .. }), "{error}");
+    assert_eq!(mock.journal().await.len(), 5, "an auth error is not retried");
+}
+
+#[tokio::test]
+async fn a_stream_dropped_before_any_content_is_sent_again() {
+    let mock = Aimock::start();
+    let model = openai(&mock.openai_base())
+        .streaming(true)
+        .retry(ModelRetry::default().initial_wait(Duration::from_millis(10)));
+    let reply = model.invoke(&ask("flaky"), &Runtime::detached()).await.unwrap();
+    assert_eq!(reply.content, "second time lucky");
+    assert_eq!(mock.journal().await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_stream_cut_after_content_is_an_error_and_never_sent_again() {
+    let mock = Aimock::start();
+    let model = openai(&mock.openai_base()).retry(ModelRetry::default().initial_wait(Duration::from_millis(10)));
+    let (end, _, text) = stream_agent(Arc::new(model), "cut me off").await;
+    let Err(GraphError::Node { source, .. }) = end else { panic!("{end:?}") };
+    let error = source.downcast_ref::<ModelError>().unwrap();
+    assert!(matches!(error, ModelError::Stream { after_content: true, .. }), "{error}");
+    assert!(!text.is_empty(), "part of the reply was streamed before the cut");
+    assert_eq!(mock.journal().await.len(), 1, "a stream that delivered content is not re-sent");
+}
+
+#[tokio::test]
+async fn malformed_tool_arguments_arrive_as_text_for_the_tool_node_to_report() {
+    let mock = Aimock::start();
+    for model in [
+        Arc::new(openai(&mock.openai_base())) as Arc<dyn ChatModel>,
+        Arc::new(openai(&mock.openai_base()).streaming(true)),
+    ] {
+        let reply = model.invoke(&ask("broken arguments"), &Runtime::detached()).await.unwrap();
+        assert_eq!(reply.tool_calls[0].arguments, Value::String("{\"city\": \"Par".into()));
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+struct Verdict {
+    approve: bool,
+    reason: String,
+}
+
+#[tokio::test]
+async fn structured_output_by_response_format_and_by_forced_tool() {
+    let mock = Aimock::start();
+    let expected = Verdict { approve: true, reason: "fine".into() };
+    let by_format = openai(&mock.openai_base()).structured::<Verdict>();
+    assert_eq!(by_format.invoke(&ask("verdict as text"), &Runtime::detached()).await.unwrap(), expected);
+    let by_tool = anthropic(mock.url()).structured::<Verdict>();
+    assert_eq!(by_tool.invoke(&ask("verdict as a tool"), &Runtime::detached()).await.unwrap(), expected);
+    let sent = mock.journal().await;
+    let format = &sent[0]["body"]["response_format"];
+    assert_eq!((format["type"].as_str(), format["json_schema"]["strict"].as_bool()), (Some("json_schema"), Some(true)));
+    assert_eq!(format["json_schema"]["schema"]["required"], serde_json::json!(["approve", "reason"]));
+}
+
+/// One canned response for an OpenAI-compatible client, and the error it gives.
+async fn canned_error(canned: Canned) -> ModelError {
+    let server = Loopback::serve(vec![canned]).await;
+    let model = openai(&format!("{}/v1", server.url())).retry(ModelRetry::none());
+    model.invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err()
+}
+
+#[tokio::test]
+async fn every_malformed_response_shape_is_a_typed_error() {
+    let json = "application/json";
+    let error = canned_error(Canned::new(200, json, r#"{"id": "x", "choices": []}"#)).await;
+    assert!(matches!(&error, ModelError::InvalidOutput { reason, .. } if reason.contains("no choices")), "{error}");
+    let error = canned_error(Canned::new(200, json, "<html>oops</html>")).await;
+    assert!(
+        matches!(&error, ModelError::InvalidOutput { reason, .. } if reason.contains("not a chat completion")),
+        "{error}"
+    );
+    let error = canned_error(Canned::new(
+        200,
+        json,
+        r#"{"choices": [{"message": {"tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}}]}"#,
+    ))
+    .await;
+    assert!(matches!(&error, ModelError::InvalidOutput { reason, .. } if reason.contains("no name")), "{error}");
+    let error = canned_error(Canned::new(400, json, r#"{"error": {"code": 400, "message": "the request exceeds the available context size", "type": "exceed_context_size_error"}}"#)).await;
+    assert!(matches!(error, ModelError::ContextLength { .. }), "{error}");
+    let error = canned_error(Canned::new(502, "text/html", "<html>Bad Gateway</html>")).await;
+    assert!(
+        matches!(&error, ModelError::Server { status: 502, message, .. } if message.contains("Bad Gateway")),
+        "{error}"
+    );
+    let error = canned_error(Canned::new(
+        429,
+        json,
+        r#"{"error": {"code": "insufficient_quota", "message": "out of credit"}}"#,
+    ))
+    .await;
+    assert!(matches!(error, ModelError::QuotaExhausted { .. }), "{error}");
+
+    let stream = |events: &[&str]| Canned::stream(events, Duration::from_millis(5));
+    let model_of =
+        |server: &Loopback| openai(&format!("{}/v1", server.url())).streaming(true).retry(ModelRetry::none());
+    let garbage = Loopback::serve(vec![stream(&[
+        "data: {\"choices\": [{\"delta\": {\"content\": \"Hi\"}}]}",
+        "data: {not json",
+    ])])
+    .await;
+    let error = model_of(&garbage).invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Stream { after_content: true, message, .. } if message.contains("not a chat completion chunk")),
+        "{error}"
+    );
+    let unfinished =
+        Loopback::serve(vec![stream(&["data: {\"choices\": [{\"delta\": {\"content\": \"Hi\"}}]}"])]).await;
+    let error = model_of(&unfinished).invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Stream { after_content: true, message, .. } if message.contains("ended before")),
+        "{error}"
+    );
+    let in_stream = Loopback::serve(vec![stream(&[
+        "data: {\"error\": {\"message\": \"model crashed\", \"type\": \"server_error\", \"code\": 500}}",
+    ])])
+    .await;
+    let error = model_of(&in_stream).invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(&error, ModelError::Server { message, .. } if message.contains("model crashed")), "{error}");
+}
+
+#[tokio::test]
+async fn lenient_shapes_of_compatible_servers_are_read() {
+    // Old Ollama: each call whole, no `index`; a finish reason nobody documented; no usage.
+    let events = [
+        r#"data: {"choices": [{"delta": {"tool_calls": [{"id": "a", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}}]}"#,
+        r#"data: {"choices": [{"delta": {"tool_calls": [{"id": "b", "function": {"name": "get_time", "arguments": {"tz": "CET"}}}]}}]}"#,
+        r#"data: {"choices": [{"delta": {}, "finish_reason": "eos_token"}]}"#,
+    ];
+    let server = Loopback::serve(vec![Canned::stream(&events, Duration::from_millis(1))]).await;
+    let model = openai(&format!("{}/v1", server.url())).streaming(true);
+    let reply = model.respond(&ask("hi"), &Runtime::detached()).await.unwrap();
+    let calls: Vec<_> = reply.message.tool_calls.iter().map(|c| (c.id.as_str(), c.arguments.clone())).collect();
+    assert_eq!(calls, [("a", serde_json::json!({"city": "Oslo"})), ("b", serde_json::json!({"tz": "CET"}))]);
+    assert_eq!(reply.finish_reason, FinishReason::Other("eos_token".into()));
+    assert!(
+        server.requests()[0].contains("authorization: Bearer sk-test")
+            || server.requests()[0].contains("Authorization: Bearer sk-test")
+    );
+}
+
+#[tokio::test]
+async fn retry_after_ms_is_honoured_over_retry_after() {
+    let limited =
+        Canned::new(429, "application/json", r#"{"error": {"message": "slow down", "type": "rate_limit_error"}}"#)
+            .header("retry-after-ms: 300")
+            .header("retry-after: 30");
+    let ok = Canned::new(
+        200,
+        "application/json",
+        r#"{"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}"#,
+    );
+    let server = Loopback::serve(vec![limited, ok]).await;
+    let started = Instant::now();
+    let reply = openai(&format!("{}/v1", server.url())).invoke(&ask("hi"), &Runtime::detached()).await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(reply.content, "ok");
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(5), "{waited:?}");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_per_attempt() {
+    let silent = Canned::stream(&["data: {\"choices\": []}"], Duration::from_secs(30));
+    let server = Loopback::serve(vec![silent]).await;
+    let model = openai(&format!("{}/v1", server.url())).timeout(Duration::from_millis(200)).retry(ModelRetry::none());
+    let started = Instant::now();
+    let error = model.invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::Timeout { .. }), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn llama_cpp_streams_real_text_with_usage() {
+    let server = LlamaServer::shared();
+    let model = openai(&server.openai_base()).streaming(true).max_tokens(24);
+    let (state, _, streamed) = stream_agent(Arc::new(model), "Name a color.").await;
+    let state = state.unwrap();
+    let reply = state.messages.last().unwrap();
+    assert!(!reply.content.trim().is_empty());
+    assert_eq!(streamed, reply.content, "the stream carried the whole reply");
+    let whole =
+        openai(&server.openai_base()).max_tokens(8).respond(&ask("Say hi."), &Runtime::detached()).await.unwrap();
+    assert!(whole.usage.input_tokens > 0 && whole.usage.output_tokens > 0, "{:?}", whole.usage);
+    assert!(matches!(whole.finish_reason, FinishReason::Length | FinishReason::Stop));
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct City {
+    name: String,
+    population: u64,
+}
+
+#[tokio::test]
+async fn llama_cpp_structured_output_follows_the_schema() {
+    let server = LlamaServer::shared();
+    let model = openai(&server.openai_base()).max_tokens(128).structured::<City>();
+    let city = model.invoke(&ask("Describe Paris as JSON."), &Runtime::detached()).await.unwrap();
+    assert!(!city.name.is_empty());
+    let _ = city.population;
+}
+
+#[tokio::test]
+async fn llama_cpp_speaks_anthropic_messages_and_rejects_bad_requests() {
+    let server = LlamaServer::shared();
+    let reply = anthropic(server.url())
+        .max_tokens(8)
+        .streaming(true)
+        .respond(&ask("Say hi."), &Runtime::detached())
+        .await
+        .unwrap();
+    assert!(!reply.message.content.is_empty());
+    assert!(reply.usage.output_tokens > 0);
+    // The server's context is 4096 tokens: a longer prompt is its real 400.
+    let long = "word ".repeat(6000);
+    let error = openai(&server.openai_base()).invoke(&ask(&long), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::ContextLength { .. }), "{error}");
+}
