@@ -6,7 +6,6 @@ use super::request::{ModelRequest, ModelSettings, ToolChoice};
 use super::sse;
 use super::{ChatModel, ModelError, Usage};
 use crate::message::{Message, Role, ToolCall};
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -525,10 +524,10 @@ impl Assembly {
 
 /// A streamed reply: events until `message_stop`.
 async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
-    let mut events = sse::events(response);
+    let mut events = sse::Events::new(response);
     let mut reply = Assembly::default();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))?;
+    while events.next().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))? {
+        let event = &events;
         if event.data.trim().is_empty() {
             continue;
         }

@@ -8,10 +8,10 @@ use super::sse;
 use super::{ChatModel, ModelError, Usage};
 use crate::message::{Message, Role, ToolCall};
 use crate::tool::schema;
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 const PROVIDER: &str = "openai";
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -385,36 +385,112 @@ fn parse_completion(raw: &[u8]) -> Result<ModelReply, ModelError> {
     })
 }
 
+// Chunks borrow their strings from the event's text: a streamed reply is one chunk per
+// token, and a chunk read this way allocates only its list of choices.
 #[derive(Deserialize)]
-struct Chunk {
-    id: Option<String>,
-    model: Option<String>,
-    #[serde(default)]
-    choices: Vec<ChunkChoice>,
+struct Chunk<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Vec<ChunkChoice<'a>>,
     usage: Option<WireUsage>,
     error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct ChunkChoice {
+struct ChunkChoice<'a> {
     #[serde(default)]
     index: u32,
-    delta: Option<Delta>,
-    finish_reason: Option<String>,
+    #[serde(borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
-struct Delta {
-    content: Option<Value>,
-    refusal: Option<String>,
-    tool_calls: Option<Vec<CallDelta>>,
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Text<'a>,
+    #[serde(borrow)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct CallDelta {
+struct CallDelta<'a> {
     index: Option<u32>,
-    id: Option<String>,
-    function: Option<WireFunction>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Text<'a>,
+}
+
+/// A piece of text as servers send it: a string (borrowed when it has no escapes), `null`, a
+/// list of content parts whose `text`s are joined, or (tool arguments from some servers) an
+/// object, kept as its JSON text.
+#[derive(Default)]
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Text<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("text, null, a list of content parts, or an object")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text.to_owned())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text)))
+            }
+
+            fn visit_unit<E>(self) -> Result<Text<'de>, E> {
+                Ok(Text::default())
+            }
+
+            fn visit_none<E>(self) -> Result<Text<'de>, E> {
+                Ok(Text::default())
+            }
+
+            fn visit_some<D: serde::Deserializer<'de>>(self, inner: D) -> Result<Text<'de>, D::Error> {
+                Text::deserialize(inner)
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut parts: A) -> Result<Text<'de>, A::Error> {
+                let mut text = String::new();
+                while let Some(part) = parts.next_element::<Value>()? {
+                    text.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default());
+                }
+                Ok(Text(Cow::Owned(text)))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Text<'de>, A::Error> {
+                let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Text(Cow::Owned(value.to_string())))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
 }
 
 /// A tool call being assembled from its pieces.
@@ -441,7 +517,7 @@ impl Assembly {
     /// The slot a tool-call piece belongs to. Pieces are keyed by `index`; a piece without one
     /// (old Ollama) continues the last call unless it brings a new id; a new id at a used index
     /// (Ollama sends each call whole, all at index 0) starts a new call.
-    fn slot(&mut self, piece: &CallDelta) -> usize {
+    fn slot(&mut self, piece: &CallDelta<'_>) -> usize {
         let new_id = piece.id.as_deref().filter(|i| !i.is_empty());
         let found = match piece.index {
             Some(index) => self.calls.iter().rposition(|c| c.wire_index == Some(index)),
@@ -461,26 +537,31 @@ impl Assembly {
         }
     }
 
-    fn take(&mut self, chunk: Chunk, sink: &mut dyn ReplySink) -> Result<(), ModelError> {
+    fn take(&mut self, chunk: Chunk<'_>, sink: &mut dyn ReplySink) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
             let body = ErrorBody::parse(json!({"error": error}).to_string().as_bytes());
             let error = http::classify_event(PROVIDER, &body);
             return Err(if self.delivered { sse::broken(PROVIDER, true, error.to_string()) } else { error });
         }
-        self.id = self.id.take().or(chunk.id);
-        self.model = self.model.take().or(chunk.model);
+        if self.id.is_none() {
+            self.id = chunk.id.map(Cow::into_owned);
+        }
+        if self.model.is_none() {
+            self.model = chunk.model.map(Cow::into_owned);
+        }
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage.usage());
         }
         // Only the first choice is read: requests never ask for more than one.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if let Some(reason) = choice.finish_reason {
-                self.finish = Some(reason);
+                self.finish = Some(reason.into_owned());
             }
             let Some(delta) = choice.delta else { continue };
-            let text =
-                content_text(delta.content.as_ref()).map_err(|reason| sse::broken(PROVIDER, self.delivered, reason))?;
-            let text = if text.is_empty() { delta.refusal.unwrap_or_default() } else { text };
+            let text = match (delta.content.0, delta.refusal) {
+                (text, Some(refusal)) if text.is_empty() => refusal,
+                (text, _) => text,
+            };
             if !text.is_empty() {
                 self.delivered = true;
                 sink.text(&text);
@@ -490,16 +571,16 @@ impl Assembly {
                 let at = self.slot(&piece);
                 let call = &mut self.calls[at];
                 let (name, arguments) = match piece.function {
-                    Some(f) => (f.name, arguments_text(f.arguments.as_ref())),
-                    None => (None, String::new()),
+                    Some(f) => (f.name, f.arguments.0),
+                    None => (None, Cow::Borrowed("")),
                 };
                 let id = piece.id.filter(|i| !i.is_empty() && call.id.is_empty());
                 if let Some(id) = &id {
-                    call.id.clone_from(id);
+                    call.id.push_str(id);
                 }
                 let name = name.filter(|n| !n.is_empty() && call.name.is_empty());
                 if let Some(name) = &name {
-                    call.name.clone_from(name);
+                    call.name.push_str(name);
                 }
                 call.arguments.push_str(&arguments);
                 self.delivered = true;
@@ -538,10 +619,10 @@ impl Assembly {
 
 /// A streamed completion: chunks until `data: [DONE]`.
 async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
-    let mut events = sse::events(response);
+    let mut events = sse::Events::new(response);
     let mut reply = Assembly::default();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))?;
+    while events.next().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))? {
+        let event = &events;
         if event.data == "[DONE]" {
             return reply.finish();
         }
@@ -583,7 +664,8 @@ mod tests {
         let mut sink = Pieces(Vec::new());
         let mut reply = Assembly::default();
         for chunk in chunks {
-            if let Err(e) = reply.take(serde_json::from_value(chunk.clone()).unwrap(), &mut sink) {
+            let text = chunk.to_string();
+            if let Err(e) = reply.take(serde_json::from_str(&text).unwrap(), &mut sink) {
                 return (Err(e), sink.0);
             }
         }
