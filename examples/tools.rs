@@ -1,9 +1,10 @@
-//! Tools in an agent loop, with a scripted model instead of a network: `cargo run --example tools`.
+//! Tools in an agent loop, with a `ScriptedModel` instead of a network: `cargo run --example tools`.
 //!
 //! Prints the schemas the model would be offered, then runs `model → tools → model` until the
 //! model answers without calling a tool. The script makes one malformed call on purpose: the
 //! tool node answers it with an error message, and the model calls again.
 
+use graphwright::model::{ChatModel, ScriptedModel};
 use graphwright::prelude::*;
 use graphwright::tool::{ToolEvent, ToolPolicy, schema};
 use schemars::JsonSchema;
@@ -11,10 +12,12 @@ use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
 use std::time::Duration;
 
-/// The run's context: who is asking. Tools read it; the model never sees it.
+/// The run's context: who is asking, and the model. Tools read it; the model never sees it.
 pub struct Ctx {
     /// The signed-in user.
     pub user_id: String,
+    /// The model the agent talks to.
+    pub model: ScriptedModel,
 }
 
 /// Temperature units.
@@ -38,7 +41,8 @@ pub struct Order {
 
 #[graph(context = Ctx)]
 mod agent {
-    use super::{Ctx, Order, TOOLS, Units, scripted_model};
+    use super::{Ctx, Order, TOOLS, Units};
+    use graphwright::model::ChatModel;
     use graphwright::prelude::*;
     use std::time::Duration;
 
@@ -86,8 +90,9 @@ mod agent {
 
     /// The model: asks for tools, reads their results, answers.
     #[node(entry, next = tools | END, route = should_continue)]
-    fn model(state: &State) -> StateUpdate {
-        StateUpdate::new().messages(vec![scripted_model(&state.messages)])
+    async fn model(state: &State, rt: &Runtime<Ctx>) -> Result<StateUpdate, NodeError> {
+        let reply = rt.context().model.invoke(&state.messages, rt).await?;
+        Ok(StateUpdate::new().messages(vec![reply]))
     }
 
     fn should_continue(state: &State) -> ModelNext {
@@ -115,21 +120,22 @@ static TOOLS: LazyLock<ToolNode> = LazyLock::new(|| {
         })
 });
 
-/// A model that follows a script, turn by turn (a turn is one assistant message so far).
-fn scripted_model(history: &[Message]) -> Message {
-    let turn = history.iter().filter(|m| m.role == Role::Assistant).count();
-    match turn {
-        0 => Message::assistant("Let me check the weather and your orders.").with_tool_calls(vec![
+/// The model's script: two tool calls (the first with a misspelt argument, which the tool node
+/// answers with an error), a corrected call, then the answer.
+fn script() -> ScriptedModel {
+    ScriptedModel::new([
+        Message::assistant("Let me check the weather and your orders.").with_tool_calls(vec![
             ToolCall::new("call_1", "weather", json!({"town": "Oslo"})),
             ToolCall::new("call_2", "open_orders", json!({"limit": 2})),
         ]),
-        1 => Message::assistant("").with_tool_calls(vec![ToolCall::new(
+        Message::assistant("").with_tool_calls(vec![ToolCall::new(
             "call_3",
             "weather",
             json!({"city": "Oslo", "days": 1}),
         )]),
-        _ => Message::assistant("Tomorrow in Oslo: 4 °C and light rain. Your umbrella is on its way."),
-    }
+        Message::assistant("Tomorrow in Oslo: 4 °C and light rain. Your umbrella is on its way."),
+    ])
+    .bind_tools(&tools![agent::Weather, agent::OpenOrders])
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -140,7 +146,7 @@ async fn main() -> Result<(), Report> {
 
     println!("\n== the agent loop ==");
     let app = agent::graph().compile()?;
-    let cfg = RunConfig::default().context(Ctx { user_id: "u-42".into() });
+    let cfg = RunConfig::default().context(Ctx { user_id: "u-42".into(), model: script() });
     let input = agent::StateUpdate::new().messages(vec![Message::user("Do I need my umbrella in Oslo tomorrow?")]);
     let out = app.invoke(input, &cfg).await?;
 
@@ -151,5 +157,6 @@ async fn main() -> Result<(), Report> {
         let error = if message.is_error { " (error)" } else { "" };
         println!("{:?}{about}{error}: {} {}", message.role, message.content, calls.join(", "));
     }
+    println!("\nmodel calls: {}, tokens: {}", out.usage().calls, out.usage().total_tokens());
     Ok(())
 }

@@ -81,12 +81,15 @@ mod agent {
     }
 }
 
+/// A streamed tool-call piece: message id, call index, id, name, arguments.
+type Piece = (String, u32, Option<String>, Option<String>, String);
+
 /// Runs the one-node agent with `model`, streaming `messages`: the final state and the
 /// tool-call pieces streamed, as (message id, index, id, name, arguments).
 async fn stream_agent(
     model: Arc<dyn ChatModel>,
     question: &str,
-) -> (Result<agent::State, GraphError>, Vec<(String, u32, Option<String>, Option<String>, String)>, String) {
+) -> (Result<agent::State, GraphError>, Vec<Piece>, String) {
     let app = agent::graph().compile().unwrap();
     let cfg = RunConfig::default().context(model);
     let mut stream = app.stream(agent::StateUpdate::new().messages(ask(question)), &cfg, StreamMode::Messages);
@@ -105,7 +108,7 @@ async fn stream_agent(
     (end.expect("a terminal event"), calls, text)
 }
 
-fn check_parallel_calls(state: &agent::State, pieces: &[(String, u32, Option<String>, Option<String>, String)]) {
+fn check_parallel_calls(state: &agent::State, pieces: &[Piece]) {
     let reply = state.messages.last().unwrap();
     let calls: Vec<_> =
         reply.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.clone())).collect();

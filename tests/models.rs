@@ -113,7 +113,8 @@ async fn replies_are_not_streamed_when_nobody_watches_and_usage_is_summed() {
     assert_eq!(usage.output_tokens, 50);
     assert!(usage.input_tokens >= 250 && usage.input_tokens <= 250 + prompt + 10, "{usage:?}");
     assert_eq!(usage.cached_tokens, 10);
-    let expected = ((usage.input_tokens - 10) as f64 * 1.0 + 50.0 * 10.0) / 1e6;
+    let fresh = f64::from(u32::try_from(usage.input_tokens - 10).unwrap());
+    let expected = (fresh + 50.0 * 10.0) / 1e6;
     assert!((usage.cost - expected).abs() < 1e-12, "{usage:?} vs {expected}");
 }
 

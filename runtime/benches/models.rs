@@ -1,6 +1,6 @@
 //! Model-client benchmarks against aimock on loopback (BENCHMARKS.md, "Models"):
 //!
-//! - `react_10_turns_aimock`: a ReAct graph (model → `ToolNode` → model) whose model, an
+//! - `react_10_turns_aimock`: a `ReAct` graph (model → `ToolNode` → model) whose model, an
 //!   [`OpenAi`] client, makes ten tool calls and then answers: eleven HTTP calls. Also
 //!   reports `server_share`, the time the same eleven requests take when sent raw with
 //!   reqwest, over the graph's time: what no client can save.
@@ -208,7 +208,7 @@ async fn stream_100k(mock: &Aimock) {
             raw_bytes += chunk.len();
         }
         if run > 0 {
-            raw_s.push((Instant::now() - first.unwrap()).as_secs_f64());
+            raw_s.push(first.unwrap().elapsed().as_secs_f64());
         }
     }
     let (client_s, graph_s, raw_s) = (median(client_s), median(graph_s), median(raw_s));

@@ -69,6 +69,13 @@ impl<T> Write<T> {
     pub fn is_overwrite(&self) -> bool {
         matches!(self, Self::Overwrite(_))
     }
+
+    /// The value written, either way.
+    pub fn value(&self) -> &T {
+        match self {
+            Self::Reduce(value) | Self::Overwrite(value) => value,
+        }
+    }
 }
 
 impl<T> From<T> for Write<T> {

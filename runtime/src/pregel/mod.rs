@@ -52,7 +52,9 @@ pub(crate) async fn execute<S: State, C: Send + Sync + 'static>(
     let tasks = planner.start(graph, &state);
     let saved = tasks.iter().map(|_| None).collect();
     let start = Start { state, tasks, saved, planner, step: 0, resumed: false, initial_values: input_wrote };
-    drive(graph, start, run, limit, None, sink).await
+    let meter = Arc::clone(&run);
+    let out = drive(graph, start, run, limit, None, sink).await?;
+    Ok(out.with_usage(meter.meter.usage()))
 }
 
 /// Runs a graph on a thread from `input` (new input, or a command that continues the thread,
@@ -82,7 +84,7 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
                     if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
                         sink.send(0, EventKind::Values(state.clone())).await?;
                     }
-                    return Ok(RunOutput { state, steps: 0, interrupts: Vec::new(), usage: run.meter.usage() });
+                    return Ok(RunOutput::new(state, 0, Vec::new()));
                 }
                 Prepared::Run(begin) => (*begin, true),
             },
@@ -90,7 +92,9 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
         let Begin { persist, state, tasks, saved, planner, resumed } = begin;
         let step = u64::try_from(persist.step()).unwrap_or(0);
         let start = Start { state, tasks, saved, planner, step, resumed, initial_values };
-        drive(graph, start, run, limit, Some(persist), sink).await
+        let meter = Arc::clone(&run);
+        let out = drive(graph, start, run, limit, Some(persist), sink).await?;
+        Ok(out.with_usage(meter.meter.usage()))
     }
     .await;
     held.release().await;
@@ -147,9 +151,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         if !(resumed && ran == 0)
             && let Some(node) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before)
         {
-            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran))
-                .await
-                .map(|o| o.with_usage(run.meter.usage()));
+            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran)).await;
         }
         ran += 1;
         step += 1;
@@ -189,7 +191,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
                 return Err(refused(error, state));
             }
             let interrupts = paused.into_iter().map(|(_, interrupt)| interrupt).collect();
-            return Ok(RunOutput { state, steps: ran, interrupts, usage: run.meter.usage() });
+            return Ok(RunOutput::new(state, ran, interrupts));
         }
         if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
             // The conflict is reported on the second of the two tasks that wrote the field.
@@ -221,9 +223,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             }
         }
         if let (Some(node), false) = (after, tasks.is_empty()) {
-            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran))
-                .await
-                .map(|o| o.with_usage(run.meter.usage()));
+            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran)).await;
         }
     }
     if let Some(persist) = persist
@@ -231,7 +231,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     {
         return Err(refused(error, state));
     }
-    Ok(RunOutput { state, steps: ran, interrupts: Vec::new(), usage: run.meter.usage() })
+    Ok(RunOutput::new(state, ran, Vec::new()))
 }
 
 /// A step that cannot complete, and what it leaves to store.
@@ -294,5 +294,5 @@ async fn pause_at_breakpoint<S: State, C>(
         return Err(refused(error, state));
     }
     let interrupt = Interrupt::breakpoint(&current, when, name);
-    Ok(RunOutput { state, steps: ran, interrupts: vec![interrupt], usage: crate::model::Usage::default() })
+    Ok(RunOutput::new(state, ran, vec![interrupt]))
 }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The models benchmarks beside Python LangGraph, in one run on one machine: our
+# `react_10_turns_aimock` and `stream_100k_tokens` (benches/models.rs), then LangGraph's
+# `create_react_agent` on the same aimock fixtures (react_langgraph.py, versions pinned in
+# requirements.lock.txt, installed on first use into target/bench-cache/lg-models), then the
+# ratio. Needs node/npm and python3 with venv.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+here=runtime/benches/models
+target=${CARGO_TARGET_DIR:-target}
+venv=$target/bench-cache/lg-models
+
+ours=$(cargo bench -q -p graphwright --bench models)
+echo "$ours"
+
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$here/requirements.lock.txt" "$venv/requirements.lock.txt"; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --no-deps -r "$here/requirements.lock.txt"
+    cp "$here/requirements.lock.txt" "$venv/requirements.lock.txt"
+fi
+
+# An aimock server of its own for the baseline (the bench installed aimock into the test cache).
+log=$(mktemp)
+exec 3> >(node tests/support/aimock_launcher.mjs "$target/test-cache/aimock/node_modules/@copilotkit/aimock/dist/cli.js" \
+    -p 0 -h 127.0.0.1 -f tests/fixtures/model >"$log")
+for _ in $(seq 50); do grep -q "http://" "$log" && break; sleep 0.1; done
+url=$(grep -o "http://[0-9.:]*" "$log" | head -n 1)
+theirs=$("$venv/bin/python" "$here/react_langgraph.py" "$url")
+exec 3>&-
+echo "$theirs"
+
+python3 - "$ours" "$theirs" <<'PY'
+import json, sys
+ours = {l["name"]: l for l in map(json.loads, sys.argv[1].splitlines())}
+theirs = json.loads(sys.argv[2])
+mine = ours["react_10_turns_aimock"]
+print(f"react_10_turns_aimock: LangGraph {theirs['wall_s']*1e3:.2f} ms, graphwright {mine['wall_s']*1e3:.2f} ms, "
+      f"ratio {theirs['wall_s'] / mine['wall_s']:.1f}x; the same requests sent raw take {mine['raw_requests_s']*1e3:.2f} ms "
+      f"({mine['raw_requests_s'] / theirs['wall_s']:.0%} of LangGraph's time, {mine['server_share']:.0%} of ours)")
+s = ours.get("stream_100k_tokens")
+if s:
+    print(f"stream_100k_tokens: raw {s['raw_s']*1e3:.1f} ms, client {s['client_s']*1e3:.1f} ms ({s['client_over_raw']:.2f}x), "
+          f"through a graph {s['graph_s']*1e3:.1f} ms ({s['graph_over_raw']:.2f}x)")
+PY
