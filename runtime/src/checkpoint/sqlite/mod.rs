@@ -91,6 +91,11 @@ impl SqliteSaver {
             c.pragma_update(None, "journal_mode", "WAL")?;
             c.pragma_update(None, "synchronous", "FULL")?;
             c.busy_timeout(std::time::Duration::from_secs(5))?;
+            // Plans that do not depend on bound values: without this, a cached statement whose
+            // plan looked at a parameter's value (STAT4 is compiled in) is compiled again each
+            // time it is bound, which costs more than running it. Every statement here finds
+            // rows by key, so no value has a better plan to offer.
+            c.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
             c.execute_batch(SCHEMA)?;
             c.execute(
                 "INSERT OR IGNORE INTO graphwright_meta (key, value) VALUES ('schema_version', ?1)",
@@ -175,11 +180,11 @@ fn forget(held: &Mutex<HashMap<String, u64>>, thread: &str, fence: u64) {
 
 /// Fails unless `claim` is the thread's current claim and `owner` holds it.
 fn check_claim(tx: &Transaction<'_>, claim: &Claim, owner: &str) -> Result<(), CheckpointError> {
+    // Cached, like every statement a put runs: compiling a statement costs more CPU than
+    // running it, and a put under sync durability runs these once per step.
     let row: Option<(String, i64)> = tx
-        .query_row("SELECT owner, fence FROM graphwright_claims WHERE thread_id = ?1", [claim.thread()], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()
+        .prepare_cached("SELECT owner, fence FROM graphwright_claims WHERE thread_id = ?1")
+        .and_then(|mut select| select.query_row([claim.thread()], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql("checked the thread's claim"))?;
     match row {
         Some((holder, fence)) if holder == owner && u64::try_from(fence).ok() == Some(claim.fence()) => Ok(()),
@@ -241,16 +246,21 @@ fn put_in(
     writes: &[WriteRecord],
 ) -> Result<(), CheckpointError> {
     let head: Option<String> = tx
-        .query_row("SELECT max(id) FROM checkpoints WHERE thread_id = ?1", [&record.thread_id], |r| r.get(0))
+        .prepare_cached("SELECT max(id) FROM checkpoints WHERE thread_id = ?1")
+        .and_then(|mut select| select.query_row([&record.thread_id], |r| r.get(0)))
         .map_err(sql(op))?;
     if head != expected_head {
         return Err(CheckpointError::Conflict { thread: record.thread_id, expected: expected_head, found: head });
     }
     insert_writes(tx, writes).map_err(sql(op))?;
-    tx.execute(
-        "INSERT INTO checkpoints (thread_id, id, parent_id, step, source, created_at_ms, format, body) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO checkpoints (thread_id, id, parent_id, step, source, created_at_ms, format, body) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .map_err(sql(op))?;
+    insert
+        .execute(params![
             record.thread_id,
             record.id,
             record.parent_id,
@@ -259,9 +269,8 @@ fn put_in(
             i64::try_from(record.created_at_ms).unwrap_or(i64::MAX),
             record.format,
             record.body
-        ],
-    )
-    .map_err(sql(op))?;
+        ])
+        .map_err(sql(op))?;
     Ok(())
 }
 
