@@ -138,6 +138,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         format!("Writes `{}` ({how}). Wrap the value in `Overwrite(..)` to replace it outright.", unraw(&f.ident))
     });
     let field_docs = names.iter().map(|n| format!("The write of `{n}`, if this update writes it."));
+    let encode_stored = encode_stored(def);
     let write_hooks = def.fields.iter().map(|f| serde_hooks(&f.ty, "serialize_write", "deserialize_write"));
     let folds = def.fields.iter().map(fold);
     let step_folds = def.fields.iter().map(fold_step);
@@ -221,8 +222,62 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
             fn is_empty(&self) -> bool {
                 true #( && self.#idents.is_none() )*
             }
+
+            #encode_stored
         }
     }
+}
+
+/// The update's stored form written field by field (`Update::encode_stored`), the bytes its
+/// derived `Serialize` gives the checkpoint codec: a map of the fields it writes, each a key and
+/// the pair `[tag, value]`. Expands to:
+/// `fn encode_stored(&self, out) -> bool { let start = out.len(); let mut fields = 0;
+/// if let Some(write) = &self.f { fields += 1; out.extend_from_slice(b"\xa1f");
+/// if !<T as StateField>::encode_write(write, out) { return false; } } ..
+/// encode_update_header(out, start, fields); true }`.
+fn encode_stored(def: &StateDef) -> TokenStream {
+    let p = private();
+    let idents = def.fields.iter().map(|f| &f.ident);
+    let types = def.fields.iter().map(|f| &f.ty);
+    let keys = def.fields.iter().map(|f| stored_key(&unraw(&f.ident)));
+    quote! {
+        fn encode_stored(&self, out: &mut #p::Vec<u8>) -> bool {
+            let start = out.len();
+            let mut fields = 0;
+            #(
+                if let #p::Option::Some(write) = &self.#idents {
+                    fields += 1;
+                    out.extend_from_slice(#keys);
+                    if !<#types as #p::StateField>::encode_write(write, out) {
+                        return false;
+                    }
+                }
+            )*
+            #p::encode_update_header(out, start, fields);
+            true
+        }
+    }
+}
+
+/// A field's name as the key serde writes for it in a stored (`MessagePack`) update: a string
+/// marker with its length, then the bytes. Expands to a byte string literal, e.g. `b"\xa5count"`.
+fn stored_key(name: &str) -> syn::LitByteStr {
+    let len = name.len();
+    let mut key = Vec::with_capacity(len + 5);
+    // fixstr, str8, str16, str32: the smallest marker that holds the length, as `rmp` writes it.
+    if len < 32 {
+        key.push(0xa0 | len as u8);
+    } else if let Ok(len) = u8::try_from(len) {
+        key.extend_from_slice(&[0xd9, len]);
+    } else if let Ok(len) = u16::try_from(len) {
+        key.push(0xda);
+        key.extend_from_slice(&len.to_be_bytes());
+    } else {
+        key.push(0xdb);
+        key.extend_from_slice(&(len as u32).to_be_bytes());
+    }
+    key.extend_from_slice(name.as_bytes());
+    syn::LitByteStr::new(&key, proc_macro2::Span::call_site())
 }
 
 /// Folds one field's writes of a whole step: expands to

@@ -34,6 +34,15 @@ pub trait StateField: Sized {
 
     /// Reads a field of the state's update.
     fn deserialize_write<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Write<Self>>, D::Error>;
+
+    /// Appends a write of this field in the stored form of an update (the pair `[tag, value]`)
+    /// without serde's layers around the value; `false` if it did not, and the update is then
+    /// stored through serde (see [`Update::encode_stored`](crate::state::Update::encode_stored)).
+    #[doc(hidden)]
+    fn encode_write(write: &Write<Self>, out: &mut Vec<u8>) -> bool {
+        let _ = (write, out);
+        false
+    }
 }
 
 #[diagnostic::do_not_recommend]
@@ -52,5 +61,9 @@ impl<T: Serialize + DeserializeOwned> StateField for T {
 
     fn deserialize_write<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Write<Self>>, D::Error> {
         Option::<Write<T>>::deserialize(deserializer)
+    }
+
+    fn encode_write(write: &Write<Self>, out: &mut Vec<u8>) -> bool {
+        crate::pregel::codec::encode_write(out, write)
     }
 }

@@ -195,4 +195,11 @@ pub mod __private {
         }
         None
     }
+
+    /// Puts the header of an update's stored form, a map of `fields` entries, before the
+    /// fields written from `start` on: the `encode_stored` that `#[state]` generates counts the
+    /// fields while it writes them.
+    pub fn encode_update_header(out: &mut Vec<u8>, start: usize, fields: usize) {
+        crate::pregel::codec::encode_update_header(out, start, fields);
+    }
 }

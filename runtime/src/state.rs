@@ -42,6 +42,18 @@ pub trait Update: Clone + Debug + Default + Serialize + DeserializeOwned + Send 
 
     /// Whether the update writes no field.
     fn is_empty(&self) -> bool;
+
+    /// Appends the update's stored (`MessagePack`) form to `out` field by field, without going
+    /// through serde for the update itself: exactly the bytes its `Serialize` impl writes for a
+    /// checkpoint, which is what reads it back. `false` when it did not (no such encoder, or a
+    /// value failed to encode); `out` may then hold part of it, and the caller goes through
+    /// serde instead. `#[state]` generates it: a step stores its tasks' updates, and serde's
+    /// layers cost several times the values they carry.
+    #[doc(hidden)]
+    fn encode_stored(&self, out: &mut Vec<u8>) -> bool {
+        let _ = out;
+        false
+    }
 }
 
 /// Two writes of one field in one super-step that the field's reducer cannot take.
@@ -139,14 +151,21 @@ const OVERWRITE_KEY: &str = "$overwrite";
 const REDUCE_TAG: u8 = 0;
 const OVERWRITE_TAG: u8 = 1;
 
+impl<T> Write<T> {
+    /// The tag and value of the binary form `[tag, value]`.
+    pub(crate) fn stored_parts(&self) -> (u8, &T) {
+        match self {
+            Self::Reduce(value) => (REDUCE_TAG, value),
+            Self::Overwrite(value) => (OVERWRITE_TAG, value),
+        }
+    }
+}
+
 impl<T: Serialize> Serialize for Write<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{SerializeMap, SerializeTuple};
         if !serializer.is_human_readable() {
-            let (tag, value) = match self {
-                Self::Reduce(value) => (REDUCE_TAG, value),
-                Self::Overwrite(value) => (OVERWRITE_TAG, value),
-            };
+            let (tag, value) = self.stored_parts();
             let mut pair = serializer.serialize_tuple(2)?;
             pair.serialize_element(&tag)?;
             pair.serialize_element(value)?;

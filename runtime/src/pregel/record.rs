@@ -328,7 +328,7 @@ pub(crate) fn encode_output<S: State, C>(
             .map_err(|e| unstorable(format!("a Send payload from `{}` to `{}`", node.name, target.name), e))?;
         wrap_blob(&mut out.bytes, start);
     }
-    codec::encode(&mut out.bytes, &*output.update)
+    codec::encode_update(&mut out.bytes, &*output.update)
         .map_err(|e| unstorable(format!("the update of node `{}`", node.name), e))?;
     Ok(out.into_exact())
 }
@@ -337,7 +337,7 @@ pub(crate) fn encode_output<S: State, C>(
 pub(crate) fn encode_input<S: State>(update: &S::Update) -> Result<Vec<u8>, GraphError> {
     let mut out = Out::with_capacity(32);
     out.uint(kind::INPUT);
-    codec::encode(&mut out.bytes, update).map_err(|e| unstorable("the run's input", e))?;
+    codec::encode_update(&mut out.bytes, update).map_err(|e| unstorable("the run's input", e))?;
     Ok(out.bytes)
 }
 

@@ -13,6 +13,7 @@ mod bounded;
 pub(crate) mod checksum;
 pub(crate) mod envelope;
 
+use crate::state::{Update, Write};
 use bounded::Bounded;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -62,6 +63,46 @@ pub(crate) fn encode<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Res
         Err(error) => error,
     };
     Err(EncodeError { path: path_of(error.path()), reason: error.into_inner().to_string() })
+}
+
+/// How many levels above a field's value its update's stored form puts: the update (a map),
+/// the field's `Option` and the pair `[tag, value]`, as [`Bounded`] counts them.
+const WRITE_VALUE_DEPTH: u32 = 3;
+
+/// Appends the stored form of `update`: the bytes of [`encode`], written by the update's own
+/// field-by-field encoder when it has one (see [`Update::encode_stored`]), through serde
+/// otherwise, or when that encoder fails (serde then finds and names the value that failed).
+pub(crate) fn encode_update<U: Update>(out: &mut Vec<u8>, update: &U) -> Result<(), EncodeError> {
+    let start = out.len();
+    if update.encode_stored(out) {
+        return Ok(());
+    }
+    out.truncate(start);
+    encode(out, update)
+}
+
+/// Inserts at `start` the header of an update's stored form: a map of the `fields` entries
+/// written after it.
+pub(crate) fn encode_update_header(out: &mut Vec<u8>, start: usize, fields: usize) {
+    let mut header = [0_u8; 5];
+    let mut room = &mut header[..];
+    let _ = rmp::encode::write_map_len(&mut room, fields as u32);
+    let len = 5 - room.len();
+    out.splice(start..start, header[..len].iter().copied());
+}
+
+/// Appends one field's write as the pair `[tag, value]` that serde writes for it inside an
+/// update, with the value nested as deep (so the same values are refused); `false` if the value
+/// could not be encoded.
+pub(crate) fn encode_write<T: Serialize>(out: &mut Vec<u8>, write: &Write<T>) -> bool {
+    /// `MessagePack`'s marker of a two-element array.
+    const PAIR: u8 = 0x92;
+    let (tag, value) = write.stored_parts();
+    // The tags are 0 and 1: a positive fixint is the byte itself, as `write_uint` writes it.
+    out.extend_from_slice(&[PAIR, tag]);
+    let left = Cell::new(MAX_DEPTH - WRITE_VALUE_DEPTH);
+    let mut serializer = rmp_serde::Serializer::new(&mut *out).with_struct_map();
+    value.serialize(Bounded { inner: &mut serializer, left: &left }).is_ok()
 }
 
 /// `value` as JSON, with nesting bounded as in [`encode`] (for values that leave a run as JSON:
@@ -155,7 +196,7 @@ mod tests {
     use serde::{Deserialize, Serialize};
     use serde_json::{Value, json};
 
-    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Reading {
         value: f64,
@@ -199,6 +240,85 @@ mod tests {
         hostile.push(0xc0);
         let error = decode::<Value>(&hostile).unwrap_err();
         assert!(error.reason.contains("depth"), "{error:?}");
+    }
+
+    #[crate::state]
+    struct Wide {
+        #[reducer(add)]
+        count: i64,
+        name: String,
+        #[reducer(append)]
+        items: Vec<String>,
+        maybe: Option<i64>,
+        doc: Value,
+        reading: Option<Reading>,
+        r#type: u8,
+        a_field_name_longer_than_thirty_one_bytes: bool,
+    }
+
+    /// The update's own encoder, alone.
+    fn direct(update: &WideUpdate) -> Option<Vec<u8>> {
+        use crate::state::Update;
+        let mut bytes = Vec::new();
+        update.encode_stored(&mut bytes).then_some(bytes)
+    }
+
+    #[test]
+    fn an_update_encodes_to_the_bytes_serde_writes() {
+        use crate::Overwrite;
+        let updates = [
+            WideUpdate::new(),
+            WideUpdate::new().count(3),
+            WideUpdate::new().count(Overwrite(-7)).items(vec!["a".into(), String::new()]),
+            WideUpdate::new().name(String::from("n")).maybe(None).doc(json!({"k": [1, 2.5, null, "x"]})).r#type(200),
+            WideUpdate::new()
+                .reading(Some(Reading { value: f64::NAN, tags: vec!["t".into()] }))
+                .a_field_name_longer_than_thirty_one_bytes(true)
+                .items(Overwrite(Vec::new())),
+            WideUpdate::from(Wide::default()),
+        ];
+        for update in &updates {
+            let mut through_serde = Vec::new();
+            encode(&mut through_serde, update).unwrap();
+            assert_eq!(direct(update).as_deref(), Some(&through_serde[..]), "{update:?}");
+            let mut stored = vec![0xc0];
+            encode_update(&mut stored, update).unwrap();
+            assert_eq!(stored[1..], through_serde[..]);
+            let back: WideUpdate = decode(&through_serde).unwrap();
+            assert_eq!(format!("{back:?}"), format!("{update:?}"));
+        }
+    }
+
+    #[test]
+    fn an_update_header_is_the_one_rmp_writes() {
+        for fields in [0, 1, 15, 16, 255, 65_535, 65_536] {
+            let mut expected = b"ab".to_vec();
+            rmp::encode::write_map_len(&mut expected, fields as u32).unwrap();
+            expected.extend_from_slice(b"fields");
+            let mut out = b"abfields".to_vec();
+            encode_update_header(&mut out, 2, fields);
+            assert_eq!(out, expected, "{fields} fields");
+        }
+    }
+
+    #[test]
+    fn an_update_refuses_the_values_serde_refuses_and_names_them() {
+        // Around the deepest value a field can hold, both ways agree on what is stored.
+        for depth in MAX_DEPTH as usize - 6..MAX_DEPTH as usize {
+            let update = WideUpdate::new().count(1).doc(nested(depth));
+            let mut through_serde = Vec::new();
+            let serde_result = encode(&mut through_serde, &update).map_err(|e| (e.path, e.reason));
+            let mut stored = vec![0xc0];
+            let result = encode_update(&mut stored, &update).map_err(|e| (e.path, e.reason));
+            assert_eq!(result, serde_result, "depth {depth}");
+            assert_eq!(direct(&update).is_some(), serde_result.is_ok(), "depth {depth}");
+            if serde_result.is_ok() {
+                assert_eq!(stored[1..], through_serde[..], "depth {depth}");
+            } else {
+                assert_eq!(stored, [0xc0], "a refused update leaves nothing behind");
+                assert!(result.unwrap_err().0.starts_with("doc"), "the error names the field");
+            }
+        }
     }
 
     #[test]
