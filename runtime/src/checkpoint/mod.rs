@@ -12,7 +12,7 @@
 //! naming the thread, checkpoint and field, never a default value.
 
 mod error;
-mod id;
+pub(crate) mod id;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;

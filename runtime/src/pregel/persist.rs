@@ -5,9 +5,9 @@ use super::Task;
 use super::load::{SavedOutput, Stored};
 use super::planner::Planner;
 use super::record::{self, BodyParts, Ending, Folded, OUTCOME_TASK, OUTPUT_INDEX, Outcome};
+use crate::checkpoint::id::{new_checkpoint_id_at, now_micros};
 use crate::checkpoint::{
     BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, FORMAT_VERSION, Source, WriteRecord,
-    new_checkpoint_id,
 };
 use crate::config::Durability;
 use crate::error::GraphError;
@@ -17,7 +17,6 @@ use crate::node::NodeOutput;
 use crate::state::State;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
@@ -143,10 +142,6 @@ pub(crate) struct Persist {
     next_outcome: u32,
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Persist {
     pub(crate) fn new(
         saver: Arc<dyn Checkpointer>,
@@ -270,13 +265,15 @@ impl Persist {
         } else {
             self.since_snapshot += 1;
         }
+        // One reading of the clock for the id and the time.
+        let now = now_micros();
         let record = CheckpointRecord {
             thread_id: String::from(&*self.thread),
-            id: new_checkpoint_id(),
+            id: new_checkpoint_id_at(now),
             parent_id: (!self.current.is_empty()).then(|| String::from(&*self.current)),
             step: self.current_step,
             source,
-            created_at_ms: now_ms(),
+            created_at_ms: now / 1000,
             format: FORMAT_VERSION,
             body: Vec::new(),
         };
@@ -315,20 +312,21 @@ impl Persist {
         self.next_outcome = 0;
     }
 
-    /// Encodes the output of a task that just finished; under `Sync` and `Async` it is stored at
-    /// once when the task has siblings (so a crash while they run cannot lose it), and held for
-    /// the checkpoint's transaction when it ran alone. A value that cannot be stored fails the
-    /// task, before anything of it is stored.
-    pub(crate) async fn save_finished<S: State, C>(
+    /// Encodes the output of a task that just finished; under `Sync` and `Async` it is to be
+    /// stored at once when the task has siblings (so a crash while they run cannot lose it):
+    /// that write is returned, for [`Persist::store_writes`]. When the task ran alone it is held
+    /// for the checkpoint's transaction, and nothing is returned: a lone task's step awaits no
+    /// store here. A value that cannot be stored fails the task, before anything of it is stored.
+    pub(crate) fn save_finished<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
         index: usize,
         task: &Task,
         output: &NodeOutput<S>,
         alone: bool,
-    ) -> Result<(), GraphError> {
+    ) -> Result<Option<WriteRecord>, GraphError> {
         if self.durability == Durability::Exit || self.saved.get(index).copied().flatten().is_some() {
-            return Ok(());
+            return Ok(None);
         }
         let payload = record::encode_output(graph, task, output)?;
         self.bytes_since_snapshot += payload.len();
@@ -339,9 +337,9 @@ impl Persist {
         self.saved[index] = Some(record::check_of(&write.body));
         if alone {
             self.held.push(write);
-            return Ok(());
+            return Ok(None);
         }
-        self.store_writes(vec![write]).await
+        Ok(Some(write))
     }
 
     /// Stores the checkpoint after a step: the next tasks, the writes its state folds in, and
@@ -407,7 +405,8 @@ impl Persist {
         self.commit(record, writes, true).await
     }
 
-    async fn store_writes(&mut self, writes: Vec<WriteRecord>) -> Result<(), GraphError> {
+    /// Stores task writes of the current step (through the background writer under `Async`).
+    pub(crate) async fn store_writes(&mut self, writes: Vec<WriteRecord>) -> Result<(), GraphError> {
         if self.writer.is_some() {
             return self.enqueue(BatchOp::Writes(writes), None).await;
         }

@@ -71,10 +71,15 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     let mut finish = async |index: usize, result: Result<NodeOutput<S>, Stop>, slots: &mut [Option<NodeOutput<S>>]| {
         let task = &tasks[index];
         let result = match (result, persist.as_deref_mut()) {
-            // Boxed, like the event below: only runs that persist (or stream) pay for room in
-            // this future.
             (Ok(output), Some(persist)) => {
-                match Box::pin(persist.save_finished(graph, index, task, &output, alone)).await {
+                let saved = match persist.save_finished(graph, index, task, &output, alone) {
+                    // Boxed, like the event below: only steps that store a task's write before
+                    // their checkpoint (tasks with siblings) pay for room in this future.
+                    Ok(Some(write)) => Box::pin(persist.store_writes(vec![write])).await,
+                    Ok(None) => Ok(()),
+                    Err(error) => Err(error),
+                };
+                match saved {
                     Ok(()) => Ok(output),
                     Err(error) => {
                         if matches!(error, GraphError::Unstorable { .. }) {
