@@ -1,6 +1,6 @@
 //! Anthropic Messages (`POST {base}/v1/messages`).
 
-use super::http::{self, ErrorBody};
+use super::http::{self, Connection, ErrorBody, invalid};
 use super::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
 use super::request::{ModelRequest, ModelSettings, ToolChoice};
 use super::sse;
@@ -33,50 +33,34 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// ```
 #[derive(Clone)]
 pub struct Anthropic {
-    model: String,
-    base_url: String,
-    api_key: Option<String>,
+    conn: Connection,
     betas: Vec<String>,
-    settings: ModelSettings,
-    http: reqwest::Client,
 }
 
 impl std::fmt::Debug for Anthropic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Anthropic")
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("settings", &self.settings)
-            .finish_non_exhaustive()
+        f.debug_struct("Anthropic").field("connection", &self.conn).finish_non_exhaustive()
     }
 }
 
 impl Anthropic {
     /// A client of `model`, keyed and addressed by `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`.
     pub fn new(model: impl Into<String>) -> Self {
-        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.trim().is_empty());
-        Self {
-            model: model.into(),
-            base_url: env("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
-            api_key: env("ANTHROPIC_API_KEY"),
-            betas: Vec::new(),
-            settings: ModelSettings::default(),
-            http: http::shared_client(),
-        }
+        let conn = Connection::from_env(model.into(), "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL, "ANTHROPIC_API_KEY");
+        Self { conn, betas: Vec::new() }
     }
 
     /// The server's base URL, without `/v1`.
     #[must_use]
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
+        self.conn.base_url = url.into();
         self
     }
 
     /// The API key, sent as `x-api-key`.
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.conn.api_key = Some(key.into());
         self
     }
 
@@ -90,13 +74,13 @@ impl Anthropic {
     /// The HTTP client to send with, instead of the shared one.
     #[must_use]
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = client;
+        self.conn.http = client;
         self
     }
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> String {
-        let base = self.base_url.trim_end_matches('/');
+        let base = self.conn.base_url.trim_end_matches('/');
         let base = base.strip_suffix("/v1").unwrap_or(base);
         format!("{base}/v1/messages")
     }
@@ -154,8 +138,8 @@ impl Anthropic {
     async fn send(&self, request: ModelRequest<'_>, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
         let body = serde_json::to_vec(&Self::body(&request))
             .map_err(|e| ModelError::Config(format!("the request could not be encoded: {e}")))?;
-        let mut builder = self.http.post(self.endpoint()).header("anthropic-version", API_VERSION);
-        if let Some(key) = &self.api_key {
+        let mut builder = self.conn.http.post(self.endpoint()).header("anthropic-version", API_VERSION);
+        if let Some(key) = &self.conn.api_key {
             builder = builder.header("x-api-key", key);
         }
         if !self.betas.is_empty() {
@@ -182,15 +166,15 @@ impl ChatModel for Anthropic {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.conn.model
     }
 
     fn settings(&self) -> &ModelSettings {
-        &self.settings
+        &self.conn.settings
     }
 
     fn settings_mut(&mut self) -> &mut ModelSettings {
-        &mut self.settings
+        &mut self.conn.settings
     }
 
     fn generate<'a>(
@@ -295,10 +279,6 @@ impl WireUsage {
         let input = self.input_tokens.unwrap_or(0) + cached + self.cache_creation_input_tokens.unwrap_or(0);
         Usage::tokens(input, self.output_tokens.unwrap_or(0)).with_cached(cached)
     }
-}
-
-fn invalid(raw: &[u8], reason: impl Into<String>) -> ModelError {
-    ModelError::InvalidOutput { raw: String::from_utf8_lossy(raw).into_owned(), reason: reason.into() }
 }
 
 fn finish_reason(reason: Option<&str>) -> FinishReason {
@@ -491,8 +471,7 @@ impl Assembly {
             }
             StreamEvent::MessageStop {} => return Ok(true),
             StreamEvent::Error { error } => {
-                let error =
-                    http::classify_event(PROVIDER, &ErrorBody::parse(json!({"error": error}).to_string().as_bytes()));
+                let error = http::classify_event(PROVIDER, &ErrorBody::of(&error));
                 return Err(if self.delivered { sse::broken(PROVIDER, true, error.to_string()) } else { error });
             }
             StreamEvent::ContentBlockStop {} | StreamEvent::Ping {} | StreamEvent::Unknown => {}

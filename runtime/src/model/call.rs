@@ -18,7 +18,9 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
 ) -> Result<ModelReply, ModelError> {
     scope.meter.admit()?;
     let hash = prompt_hash(model.model(), messages, settings);
-    let stream = settings.streaming.unwrap_or_else(|| scope.streams_messages());
+    // Pieces go to the run's stream only when it streams `messages`; the sink drops them otherwise.
+    let watched = scope.streams_messages();
+    let stream = settings.streaming.unwrap_or(watched);
     let message_id = crate::message::fresh_id();
     let span = tracing::info_span!(
         "model_call",
@@ -39,7 +41,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
         loop {
             attempts += 1;
             span.record("attempt", attempts);
-            let mut sink = Forward { scope: &scope, message_id: &message_id, delivered: false };
+            let mut sink = Forward { scope: &scope, watched, message_id: &message_id, delivered: false };
             let request = ModelRequest { model: model.model(), messages, settings, stream };
             let error = match attempt(model, request, &mut sink, settings, &scope).await {
                 Ok(reply) => break Ok(reply),
@@ -128,6 +130,7 @@ async fn attempt<M: ChatModel + ?Sized>(
 /// whether any arrived (a call that delivered part of its reply is never sent again).
 struct Forward<'a> {
     scope: &'a Scope<'a>,
+    watched: bool,
     message_id: &'a str,
     delivered: bool,
 }
@@ -138,7 +141,7 @@ impl ReplySink for Forward<'_> {
             return;
         }
         self.delivered = true;
-        if let Some(writer) = self.scope.writer {
+        if let Some(writer) = self.scope.writer.filter(|_| self.watched) {
             let written = Written::Message { message_id: self.message_id.to_owned(), delta: delta.to_owned() };
             writer.write(self.scope.node, self.scope.step, written);
         }
@@ -146,7 +149,7 @@ impl ReplySink for Forward<'_> {
 
     fn tool_call(&mut self, delta: ToolCallDelta<'_>) {
         self.delivered = true;
-        if let Some(writer) = self.scope.writer {
+        if let Some(writer) = self.scope.writer.filter(|_| self.watched) {
             let written = Written::ToolCall {
                 message_id: self.message_id.to_owned(),
                 index: delta.index,

@@ -1,11 +1,48 @@
 //! The HTTP side both clients share: sending a request, and turning a failed response into a
 //! classified [`ModelError`].
 
-use super::ModelError;
+use super::{ModelError, ModelSettings};
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
 use std::time::{Duration, SystemTime};
+
+/// What every client of a provider holds: the model, where requests go and with which key,
+/// the request settings, and the HTTP client.
+#[derive(Clone)]
+pub(crate) struct Connection {
+    pub(crate) model: String,
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<String>,
+    pub(crate) settings: ModelSettings,
+    pub(crate) http: reqwest::Client,
+}
+
+impl Connection {
+    /// A connection for `model`, addressed by the environment variable `url_var` (else
+    /// `default_url`) and keyed by `key_var`; an empty variable counts as unset.
+    pub(crate) fn from_env(model: String, url_var: &str, default_url: &str, key_var: &str) -> Self {
+        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.trim().is_empty());
+        Self {
+            model,
+            base_url: env(url_var).unwrap_or_else(|| default_url.to_owned()),
+            api_key: env(key_var),
+            settings: ModelSettings::default(),
+            http: shared_client(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
 
 /// How much of an error response's body is read: enough for any provider's error JSON.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -99,23 +136,26 @@ impl ErrorBody {
         let Ok(envelope) = serde_json::from_slice::<Envelope>(body) else {
             return Self { message: text(), ..Self::default() };
         };
+        match envelope.error {
+            Some(error) if !error.is_null() => Self::of(&error),
+            _ => Self { message: envelope.message.unwrap_or_else(text), ..Self::default() },
+        }
+    }
+
+    /// The `error` member of a body or of a streamed event: an object, or a bare message.
+    pub(crate) fn of(error: &Value) -> Self {
         let as_text = |v: Option<&Value>| match v {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => String::new(),
             Some(other) => other.to_string(),
         };
-        match envelope.error {
-            Some(Value::Object(error)) => {
-                let details_code = error.get("details").and_then(|d| d.get("error_code"));
-                let code = match (error.get("code"), details_code) {
-                    (Some(code), _) if !code.is_null() => as_text(Some(code)),
-                    (_, code) => as_text(code),
-                };
-                Self { message: as_text(error.get("message")), kind: as_text(error.get("type")), code }
-            }
-            Some(Value::String(message)) => Self { message, ..Self::default() },
-            _ => Self { message: envelope.message.unwrap_or_else(text), ..Self::default() },
-        }
+        let Value::Object(error) = error else { return Self { message: as_text(Some(error)), ..Self::default() } };
+        let details_code = error.get("details").and_then(|d| d.get("error_code"));
+        let code = match (error.get("code"), details_code) {
+            (Some(code), _) if !code.is_null() => as_text(Some(code)),
+            (_, code) => as_text(code),
+        };
+        Self { message: as_text(error.get("message")), kind: as_text(error.get("type")), code }
     }
 
     fn says(&self, words: &[&str]) -> bool {
@@ -131,6 +171,11 @@ impl ErrorBody {
             (false, false) => format!("{} ({})", self.message, self.kind),
         }
     }
+}
+
+/// A reply that arrived but cannot be used, with the body as received.
+pub(crate) fn invalid(raw: &[u8], reason: impl Into<String>) -> ModelError {
+    ModelError::InvalidOutput { raw: String::from_utf8_lossy(raw).into_owned(), reason: reason.into() }
 }
 
 /// The error a response with `status`, `headers` and `body` stands for.

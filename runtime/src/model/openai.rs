@@ -1,7 +1,7 @@
 //! OpenAI-compatible Chat Completions: OpenAI, the llama.cpp server, vLLM, Ollama's `/v1`,
 //! `LiteLLM`.
 
-use super::http::{self, ErrorBody};
+use super::http::{self, Connection, ErrorBody, invalid};
 use super::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
 use super::request::{ModelRequest, ModelSettings, ToolChoice};
 use super::sse;
@@ -33,50 +33,34 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// ```
 #[derive(Clone)]
 pub struct OpenAi {
-    model: String,
-    base_url: String,
-    api_key: Option<String>,
+    conn: Connection,
     headers: Vec<(String, String)>,
-    settings: ModelSettings,
-    http: reqwest::Client,
 }
 
 impl std::fmt::Debug for OpenAi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAi")
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("settings", &self.settings)
-            .finish_non_exhaustive()
+        f.debug_struct("OpenAi").field("connection", &self.conn).finish_non_exhaustive()
     }
 }
 
 impl OpenAi {
     /// A client of `model`, keyed and addressed by `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
     pub fn new(model: impl Into<String>) -> Self {
-        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.trim().is_empty());
-        Self {
-            model: model.into(),
-            base_url: env("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
-            api_key: env("OPENAI_API_KEY"),
-            headers: Vec::new(),
-            settings: ModelSettings::default(),
-            http: http::shared_client(),
-        }
+        let conn = Connection::from_env(model.into(), "OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY");
+        Self { conn, headers: Vec::new() }
     }
 
     /// The server's base URL, up to and including `/v1`.
     #[must_use]
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into();
+        self.conn.base_url = url.into();
         self
     }
 
     /// The API key, sent as `Authorization: Bearer`.
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.conn.api_key = Some(key.into());
         self
     }
 
@@ -90,19 +74,19 @@ impl OpenAi {
     /// The HTTP client to send with (its proxy, TLS roots and pool), instead of the shared one.
     #[must_use]
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = client;
+        self.conn.http = client;
         self
     }
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        format!("{}/chat/completions", self.conn.base_url.trim_end_matches('/'))
     }
 
     /// OpenAI's own API takes `max_completion_tokens` (its reasoning models refuse
     /// `max_tokens`); compatible servers know `max_tokens`.
     fn is_openai_itself(&self) -> bool {
-        self.base_url.contains("api.openai.com")
+        self.conn.base_url.contains("api.openai.com")
     }
 
     /// The request body.
@@ -168,8 +152,8 @@ impl OpenAi {
     async fn send(&self, request: ModelRequest<'_>, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
         let body = serde_json::to_vec(&self.body(&request))
             .map_err(|e| ModelError::Config(format!("the request could not be encoded: {e}")))?;
-        let mut builder = self.http.post(self.endpoint());
-        if let Some(key) = &self.api_key {
+        let mut builder = self.conn.http.post(self.endpoint());
+        if let Some(key) = &self.conn.api_key {
             builder = builder.bearer_auth(key);
         }
         for (name, value) in &self.headers {
@@ -194,15 +178,15 @@ impl ChatModel for OpenAi {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.conn.model
     }
 
     fn settings(&self) -> &ModelSettings {
-        &self.settings
+        &self.conn.settings
     }
 
     fn settings_mut(&mut self) -> &mut ModelSettings {
-        &mut self.settings
+        &mut self.conn.settings
     }
 
     fn generate<'a>(
@@ -301,10 +285,6 @@ impl WireUsage {
     }
 }
 
-fn invalid(raw: &[u8], reason: impl Into<String>) -> ModelError {
-    ModelError::InvalidOutput { raw: String::from_utf8_lossy(raw).into_owned(), reason: reason.into() }
-}
-
 fn finish_reason(reason: Option<&str>) -> FinishReason {
     match reason {
         None => FinishReason::Unknown,
@@ -351,7 +331,7 @@ fn parse_completion(raw: &[u8]) -> Result<ModelReply, ModelError> {
     let completion: Completion =
         serde_json::from_slice(raw).map_err(|e| invalid(raw, format!("the response is not a chat completion: {e}")))?;
     if let Some(error) = completion.error {
-        return Err(http::classify_event(PROVIDER, &ErrorBody::parse(json!({"error": error}).to_string().as_bytes())));
+        return Err(http::classify_event(PROVIDER, &ErrorBody::of(&error)));
     }
     let Some(choice) = completion.choices.into_iter().next() else {
         return Err(invalid(raw, "the response has no choices"));
@@ -539,7 +519,7 @@ impl Assembly {
 
     fn take(&mut self, chunk: Chunk<'_>, sink: &mut dyn ReplySink) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
-            let body = ErrorBody::parse(json!({"error": error}).to_string().as_bytes());
+            let body = ErrorBody::of(&error);
             let error = http::classify_event(PROVIDER, &body);
             return Err(if self.delivered { sse::broken(PROVIDER, true, error.to_string()) } else { error });
         }

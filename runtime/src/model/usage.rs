@@ -131,38 +131,32 @@ impl Budget {
 
     /// The first limit `spent` has passed (strictly over), if any.
     pub(crate) fn passed(&self, spent: &Usage) -> Option<super::BudgetLimit> {
-        use super::BudgetLimit;
-        if let Some(limit) = self.max_tokens
-            && spent.total_tokens() > limit
-        {
-            return Some(BudgetLimit::Tokens { spent: spent.total_tokens(), limit });
-        }
-        if let Some(limit) = self.max_cost
-            && spent.cost > limit
-        {
-            return Some(BudgetLimit::Cost { spent: spent.cost, limit });
-        }
-        match self.max_calls {
-            Some(limit) if spent.calls > limit => Some(BudgetLimit::Calls { spent: spent.calls, limit }),
-            _ => None,
-        }
+        self.first(spent, |spent, limit| spent > limit, spent.calls)
     }
 
-    /// The first limit `spent` has already reached, so that no further call may start.
+    /// The first limit `spent` has already reached, so that no further call may start (the
+    /// refused call is counted in what a calls limit reports).
     pub(crate) fn reached(&self, spent: &Usage) -> Option<super::BudgetLimit> {
+        self.first(spent, |spent, limit| spent >= limit, spent.calls + 1)
+    }
+
+    /// The first limit over which `spent` is, by `over`; `calls` is what a calls limit reports.
+    fn first(&self, spent: &Usage, over: fn(f64, f64) -> bool, calls: u64) -> Option<super::BudgetLimit> {
         use super::BudgetLimit;
+        #[allow(clippy::cast_precision_loss)] // token and call counts stay far below 2^52
+        let count = |n: u64| n as f64;
         if let Some(limit) = self.max_tokens
-            && spent.total_tokens() >= limit
+            && over(count(spent.total_tokens()), count(limit))
         {
             return Some(BudgetLimit::Tokens { spent: spent.total_tokens(), limit });
         }
         if let Some(limit) = self.max_cost
-            && spent.cost >= limit
+            && over(spent.cost, limit)
         {
             return Some(BudgetLimit::Cost { spent: spent.cost, limit });
         }
         match self.max_calls {
-            Some(limit) if spent.calls >= limit => Some(BudgetLimit::Calls { spent: spent.calls + 1, limit }),
+            Some(limit) if over(count(spent.calls), count(limit)) => Some(BudgetLimit::Calls { spent: calls, limit }),
             _ => None,
         }
     }
