@@ -48,6 +48,7 @@
 
 mod anthropic;
 mod call;
+mod chunk_shape;
 pub(crate) mod context;
 mod error;
 mod hash;

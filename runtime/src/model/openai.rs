@@ -1,6 +1,7 @@
 //! OpenAI-compatible Chat Completions: OpenAI, the llama.cpp server, vLLM, Ollama's `/v1`,
 //! `LiteLLM`.
 
+use super::chunk_shape::ChunkShape;
 use super::http::{self, Connection, ErrorBody, invalid};
 use super::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
 use super::request::{ModelRequest, ModelSettings, ToolChoice};
@@ -379,6 +380,19 @@ struct Chunk<'a> {
     error: Option<Value>,
 }
 
+impl<'a> Chunk<'a> {
+    /// The chunk's text when that is all it says, borrowed from the chunk's JSON (so it had
+    /// no escapes): no error, usage, finish reason, refusal or tool call, and one choice.
+    fn only_text(&self) -> Option<&'a str> {
+        let ([choice], None, None) = (self.choices.as_slice(), &self.usage, &self.error) else { return None };
+        let delta = choice.delta.as_ref().filter(|d| d.refusal.is_none() && d.tool_calls.is_none())?;
+        match (&delta.content.0, choice.index, &choice.finish_reason) {
+            (Cow::Borrowed(text), 0, None) => Some(*text),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct ChunkChoice<'a> {
     #[serde(default)]
@@ -542,11 +556,7 @@ impl Assembly {
                 (text, Some(refusal)) if text.is_empty() => refusal,
                 (text, _) => text,
             };
-            if !text.is_empty() {
-                self.delivered = true;
-                sink.text(&text);
-                self.text.push_str(&text);
-            }
+            self.text(&text, sink);
             for piece in delta.tool_calls.unwrap_or_default() {
                 let at = self.slot(&piece);
                 let call = &mut self.calls[at];
@@ -575,6 +585,14 @@ impl Assembly {
         Ok(())
     }
 
+    fn text(&mut self, text: &str, sink: &mut dyn ReplySink) {
+        if !text.is_empty() {
+            self.delivered = true;
+            sink.text(text);
+            self.text.push_str(text);
+        }
+    }
+
     fn finish(self) -> Result<ModelReply, ModelError> {
         let mut calls = Vec::with_capacity(self.calls.len());
         for (index, call) in self.calls.into_iter().enumerate() {
@@ -597,26 +615,40 @@ impl Assembly {
     }
 }
 
+impl Assembly {
+    /// Reads one event's data; `Ok(true)` when it ends the stream (`[DONE]`). A chunk of the
+    /// shape of the last text-only chunk is read without parsing it (see [`ChunkShape`]).
+    fn event(&mut self, data: &str, shape: &mut ChunkShape, sink: &mut dyn ReplySink) -> Result<bool, ModelError> {
+        if let Some(text) = shape.text_of(data) {
+            self.text(text, sink);
+            return Ok(false);
+        }
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        if data.trim().is_empty() {
+            return Ok(false);
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
+            sse::broken(PROVIDER, self.delivered, format!("a chunk is not a chat completion chunk ({e}): {data}"))
+        })?;
+        if let Some(text) = chunk.only_text() {
+            shape.learn(data, text);
+        }
+        self.take(chunk, sink)?;
+        Ok(false)
+    }
+}
+
 /// A streamed completion: chunks until `data: [DONE]`.
 async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
     let mut events = sse::Events::new(response);
     let mut reply = Assembly::default();
+    let mut shape = ChunkShape::default();
     while events.next().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))? {
-        let event = &events;
-        if event.data == "[DONE]" {
+        if reply.event(&events.data, &mut shape, sink)? {
             return reply.finish();
         }
-        if event.data.trim().is_empty() {
-            continue;
-        }
-        let chunk: Chunk = serde_json::from_str(&event.data).map_err(|e| {
-            sse::broken(
-                PROVIDER,
-                reply.delivered,
-                format!("a chunk is not a chat completion chunk ({e}): {}", event.data),
-            )
-        })?;
-        reply.take(chunk, sink)?;
     }
     // Some servers close without `[DONE]`; a reply that said why it finished is whole.
     if reply.finish.is_some() {
@@ -643,13 +675,30 @@ mod tests {
     fn assemble(chunks: &[Value]) -> (Result<ModelReply, ModelError>, Vec<String>) {
         let mut sink = Pieces(Vec::new());
         let mut reply = Assembly::default();
+        let mut shape = ChunkShape::default();
         for chunk in chunks {
-            let text = chunk.to_string();
-            if let Err(e) = reply.take(serde_json::from_str(&text).unwrap(), &mut sink) {
+            if let Err(e) = reply.event(&chunk.to_string(), &mut shape, &mut sink) {
                 return (Err(e), sink.0);
             }
         }
         (reply.finish(), sink.0)
+    }
+
+    fn text_chunk(text: &str, finish: Option<&str>) -> Value {
+        json!({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]})
+    }
+
+    #[test]
+    fn text_chunks_read_by_their_shape_assemble_as_parsed_ones() {
+        let mut chunks: Vec<Value> =
+            ["Hel", "lo", " \"q\"", "\n", "", "wörld"].iter().map(|t| text_chunk(t, None)).collect();
+        chunks.push(text_chunk("!", Some("stop")));
+        chunks.push(json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 7}}));
+        let (reply, pieces) = assemble(&chunks);
+        let reply = reply.unwrap();
+        assert_eq!(reply.message.content, "Hello \"q\"\nwörld!");
+        assert_eq!(pieces, ["text:Hel", "text:lo", "text: \"q\"", "text:\n", "text:wörld", "text:!"]);
+        assert_eq!((reply.finish_reason, reply.usage.output_tokens), (FinishReason::Stop, 7));
     }
 
     #[test]
