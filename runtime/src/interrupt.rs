@@ -15,14 +15,18 @@ pub struct Interrupt {
     pub node: String,
     /// What the node asked (`null` for a breakpoint).
     pub value: Value,
+    /// The position in its step of the task that raised it (0 for the first), as
+    /// [`PendingTask::index`](crate::PendingTask::index).
+    #[serde(default)]
+    pub task: u32,
     /// Which `interrupt` call of the task raised it (0 for the first).
     #[serde(default)]
     pub(crate) call: u32,
 }
 
 impl Interrupt {
-    pub(crate) fn breakpoint(checkpoint: &str, when: &str, node: &str) -> Self {
-        Self { id: format!("{checkpoint}:{when}:{node}"), node: node.to_owned(), value: Value::Null, call: 0 }
+    pub(crate) fn breakpoint(checkpoint: &str, when: &str, node: &str, task: u32) -> Self {
+        Self { id: format!("{checkpoint}:{when}:{node}"), node: node.to_owned(), value: Value::Null, task, call: 0 }
     }
 }
 

@@ -94,7 +94,10 @@ pub use checkpoint::{Checkpointer, MemorySaver};
 pub use command::{IntoRunInput, RunCommand, RunInput};
 pub use config::{Durability, RunConfig};
 pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
-pub use graph::{CompiledGraph, DEFAULT_RECURSION_LIMIT, NodeSpec, PendingTask, RunOutput, StateGraph, StateSnapshot};
+pub use graph::{
+    CompiledGraph, DEFAULT_RECURSION_LIMIT, NodeSpec, PendingTask, RunFailure, RunOutput, RunStatus, StateGraph,
+    StateSnapshot,
+};
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;
 #[doc = include_str!("../docs/node.md")]
@@ -140,8 +143,8 @@ pub mod prelude {
     pub use crate::SqliteSaver;
     pub use crate::{
         BuildError, Command, CompiledGraph, END, GraphError, MemorySaver, Message, NodeError, NodePolicy, Overwrite,
-        Report, Resume, RetryPolicy, Role, Route, RunCommand, RunConfig, Runtime, START, State, StateGraph, StreamMode,
-        Update, graph, json, node, start, state,
+        Report, Resume, RetryPolicy, Role, Route, RunCommand, RunConfig, RunStatus, Runtime, START, State, StateGraph,
+        StreamMode, Update, graph, json, node, start, state,
     };
     pub use crate::{Tool, ToolCall, ToolError, ToolNode, ToolRuntime, tool, tools, tools_condition};
 }

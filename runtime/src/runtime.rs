@@ -238,6 +238,7 @@ impl<C> Runtime<C> {
             id: format!("{place}:{}:{call}", self.task.index),
             node: self.node().to_owned(),
             value,
+            task: self.task.index,
             call,
         }))
     }

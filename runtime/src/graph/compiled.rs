@@ -1,11 +1,11 @@
 //! A checked graph, ready to run.
 
 use super::node_spec::{Action, PayloadType};
+use super::{Halt, RunOutput};
 use crate::checkpoint::Checkpointer;
 use crate::command::{IntoRunInput, RunCommand, RunInput};
 use crate::config::RunConfig;
 use crate::error::GraphError;
-use crate::interrupt::Interrupt;
 use crate::policy::NodePolicy;
 use crate::pregel;
 use crate::runtime::RunShared;
@@ -119,41 +119,6 @@ impl<S: State, C> fmt::Debug for CompiledGraph<S, C> {
     }
 }
 
-/// What a run returns.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct RunOutput<S> {
-    /// The final state, or the state at the pause when the run was interrupted.
-    pub state: S,
-    /// How many super-steps ran.
-    pub steps: u64,
-    /// Why the run paused; empty when it finished.
-    pub interrupts: Vec<Interrupt>,
-    /// What the run's model calls used.
-    pub usage: crate::model::Usage,
-}
-
-impl<S> RunOutput<S> {
-    /// What the run's model calls used: tokens, cost (when prices are set) and calls.
-    pub fn usage(&self) -> &crate::model::Usage {
-        &self.usage
-    }
-
-    pub(crate) fn new(state: S, steps: u64, interrupts: Vec<Interrupt>) -> Self {
-        Self { state, steps, interrupts, usage: crate::model::Usage::default() }
-    }
-
-    pub(crate) fn with_usage(mut self, usage: crate::model::Usage) -> Self {
-        self.usage = usage;
-        self
-    }
-
-    /// Whether the run paused for an interrupt instead of finishing.
-    pub fn is_interrupted(&self) -> bool {
-        !self.interrupts.is_empty()
-    }
-}
-
 static RUN_IDS: AtomicU64 = AtomicU64::new(1);
 
 impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
@@ -183,7 +148,53 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         input: impl IntoRunInput<S, M>,
         cfg: &RunConfig<C>,
     ) -> Result<RunOutput<S>, GraphError> {
-        self.run(input.into_run_input(), cfg, None, None).await
+        self.start(input.into_run_input(), cfg, None, None).await.map_err(Halt::into_error)
+    }
+
+    /// Runs the graph like [`invoke`](Self::invoke), and returns a run that failed in a step
+    /// as an output too: [`RunStatus::Failed`](crate::RunStatus::Failed), its [`failure`](RunOutput::failure), the state
+    /// before the failed step and, on a thread, the checkpoint `resume` retries from. `Err`
+    /// only when there was nothing to run (a bad configuration, a busy or unreadable thread,
+    /// a store that failed). This is how a run is reported to someone who is not awaiting it:
+    /// a queue, a server, a log.
+    ///
+    /// ```
+    /// use graphwright::prelude::*;
+    ///
+    /// #[graph]
+    /// mod flaky {
+    ///     use graphwright::prelude::*;
+    ///
+    ///     #[state]
+    ///     pub struct State {
+    ///         pub n: u32,
+    ///     }
+    ///
+    ///     #[node(entry, next = END)]
+    ///     fn call(state: &State) -> Result<StateUpdate, NodeError> {
+    ///         Err(NodeError::msg(format!("the service said no to {}", state.n)))
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Report> {
+    /// let app = flaky::graph().checkpointer(MemorySaver::new()).compile()?;
+    /// let out = app.run(flaky::StateUpdate::new().n(7), &RunConfig::thread("t1")).await?;
+    /// assert_eq!(out.status(), RunStatus::Failed);
+    /// let failure = out.failure.as_ref().unwrap();
+    /// assert_eq!((failure.node.as_deref(), failure.step), (Some("call"), 1));
+    /// assert!(failure.message.contains("the service said no to 7"));
+    /// assert_eq!(out.thread_id.as_deref(), Some("t1"));
+    /// assert!(out.checkpoint_id.is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run<M>(&self, input: impl IntoRunInput<S, M>, cfg: &RunConfig<C>) -> Result<RunOutput<S>, GraphError> {
+        match self.start(input.into_run_input(), cfg, None, None).await {
+            Ok(out) => Ok(out),
+            Err(Halt::Failed(failed)) => Ok(failed.0),
+            Err(Halt::Error(error)) => Err(error),
+        }
     }
 
     /// Runs the graph like [`invoke`](Self::invoke) on a new tokio task, and returns its
@@ -246,7 +257,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let (tx, rx) = tokio::sync::mpsc::channel(stream::CHANNEL);
         let task = tokio::spawn(async move {
             let sink = Arc::new(Sink::new(modes, run_id, tx));
-            let result = graph.run(input, &cfg, Some(&sink), Some(run_id)).await;
+            let result = graph.start(input, &cfg, Some(&sink), Some(run_id)).await.map_err(Halt::into_error);
             let (step, kind) = match result {
                 Ok(out) if out.is_interrupted() => {
                     (out.steps, EventKind::Interrupted { state: out.state, interrupts: out.interrupts })
@@ -259,13 +270,13 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         RunStream { rx, task, run_id, done: false }
     }
 
-    async fn run(
+    async fn start(
         &self,
         input: RunInput<S>,
         cfg: &RunConfig<C>,
         sink: Option<&Arc<Sink<S>>>,
         run_id: Option<u64>,
-    ) -> Result<RunOutput<S>, GraphError> {
+    ) -> Result<RunOutput<S>, Halt<S>> {
         let writer = sink.map(|s| Arc::clone(s) as SharedWriter);
         let shared = self.shared(cfg, writer, run_id)?;
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
@@ -277,7 +288,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 state.apply(input);
                 with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit, sink, wrote)).await
             }
-            (None, RunInput::Command(_)) => Err(GraphError::NoThread { graph: self.inner.name.clone() }),
+            (None, RunInput::Command(_)) => Err(GraphError::NoThread { graph: self.inner.name.clone() }.into()),
             (Some(thread), input) => {
                 let from = match &input {
                     RunInput::Command(_) => cfg.checkpoint_id.as_deref(),
@@ -316,7 +327,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         input: impl Into<RunCommand<S>>,
     ) -> Result<RunOutput<S>, GraphError> {
         self.thread_of(cfg)?;
-        self.run(RunInput::Command(input.into()), cfg, None, None).await
+        self.start(RunInput::Command(input.into()), cfg, None, None).await.map_err(Halt::into_error)
     }
 
     pub(crate) fn thread_of(&self, cfg: &RunConfig<C>) -> Result<Arc<str>, GraphError> {
@@ -362,16 +373,17 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
 fn with_deadline<S, C, F>(
     cfg: &RunConfig<C>,
     run: F,
-) -> futures::future::Either<F, impl std::future::Future<Output = Result<RunOutput<S>, GraphError>>>
+) -> futures::future::Either<F, impl std::future::Future<Output = Result<RunOutput<S>, Halt<S>>>>
 where
-    F: std::future::Future<Output = Result<RunOutput<S>, GraphError>>,
+    F: std::future::Future<Output = Result<RunOutput<S>, Halt<S>>>,
 {
     use futures::FutureExt;
     use futures::future::Either;
     match cfg.deadline {
         None => Either::Left(run),
         Some(after) => Either::Right(
-            tokio::time::timeout(after, run).map(move |r| r.unwrap_or(Err(GraphError::DeadlineExceeded { after }))),
+            tokio::time::timeout(after, run)
+                .map(move |r| r.unwrap_or(Err(GraphError::DeadlineExceeded { after }.into()))),
         ),
     }
 }

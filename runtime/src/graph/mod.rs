@@ -4,16 +4,19 @@ mod builder;
 mod compiled;
 mod into_node;
 mod node_spec;
+mod run_output;
 mod threads;
 
 pub use builder::StateGraph;
-pub use compiled::{CompiledGraph, RunOutput};
+pub use compiled::CompiledGraph;
 pub use into_node::{AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode, marker};
 pub use node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};
+pub use run_output::{RunFailure, RunOutput, RunStatus};
 pub use threads::{PendingTask, StateSnapshot};
 
 pub(crate) use compiled::{CompiledNode, Inner, Target};
 pub(crate) use node_spec::Action;
+pub(crate) use run_output::Halt;
 
 /// The default bound on super-steps per run. LangGraph's is 10 007 (since March 2026): a
 /// long agent loop takes two steps per tool call, and a lower limit surprised its users. An

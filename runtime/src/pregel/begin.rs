@@ -33,8 +33,8 @@ pub(crate) struct Begin<S: State> {
 /// What a command found to do.
 pub(crate) enum Prepared<S: State> {
     /// Nothing: the thread's run had finished at that checkpoint (replaying a finished run is
-    /// a no-op returning its state).
-    Done(S),
+    /// a no-op returning its state), whose id comes with it.
+    Done(S, String),
     /// Tasks to run.
     Run(Box<Begin<S>>),
 }
@@ -99,7 +99,8 @@ pub(crate) async fn resume<S: State, C>(
                 .ok_or_else(|| nothing("it has no checkpoint with that id"))?;
             let body = record::decode_body(graph, on.thread, &base)?;
             if finished(&body) && goto.is_empty() && command.update.is_none() {
-                return Ok(Prepared::Done(state_of(graph, on.thread, &base, body).await?));
+                let id = base.id.clone();
+                return Ok(Prepared::Done(state_of(graph, on.thread, &base, body).await?, id));
             }
             // A new branch: a copy of the old checkpoint becomes the head, so this run's writes
             // never mix with the old branch's. Its tasks run again (interrupts fire again),
@@ -119,7 +120,8 @@ pub(crate) async fn resume<S: State, C>(
     let mut stored = Stored::load(graph, on.thread, &base, &body).await?;
     stored.check_head(on.thread, &base.id)?;
     if finished(&body) && goto.is_empty() && command.update.is_none() {
-        return Ok(Prepared::Done(state_of(graph, on.thread, &base, body).await?));
+        let id = base.id.clone();
+        return Ok(Prepared::Done(state_of(graph, on.thread, &base, body).await?, id));
     }
     if command.update.is_some() || !goto.is_empty() {
         // The update and the new tasks need a checkpoint of their own; the finished tasks keep

@@ -22,7 +22,7 @@ use crate::checkpoint::Source;
 use crate::command::RunInput;
 use crate::config::Durability;
 use crate::error::GraphError;
-use crate::graph::{Inner, RunOutput};
+use crate::graph::{Halt, Inner, RunFailure, RunOutput};
 use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
 use crate::runtime::RunShared;
@@ -47,14 +47,17 @@ pub(crate) async fn execute<S: State, C: Send + Sync + 'static>(
     limit: u64,
     sink: Option<&Sink<S>>,
     input_wrote: bool,
-) -> Result<RunOutput<S>, GraphError> {
+) -> Result<RunOutput<S>, Halt<S>> {
     let mut planner = Planner::new(graph);
     let tasks = planner.start(graph, &state);
     let saved = tasks.iter().map(|_| None).collect();
     let start = Start { state, tasks, saved, planner, step: 0, resumed: false, initial_values: input_wrote };
     let meter = Arc::clone(&run);
-    let out = drive(graph, start, run, limit, None, sink).await?;
-    Ok(out.with_usage(meter.meter.usage()))
+    let usage = || meter.meter.usage();
+    match drive(graph, start, run, limit, None, sink).await {
+        Ok(out) => Ok(out.with_usage(usage())),
+        Err(halt) => Err(halt.with_usage(usage())),
+    }
 }
 
 /// Runs a graph on a thread from `input` (new input, or a command that continues the thread,
@@ -69,7 +72,7 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
     durability: Durability,
     from: Option<&str>,
     sink: Option<&Sink<S>>,
-) -> Result<RunOutput<S>, GraphError> {
+) -> Result<RunOutput<S>, Halt<S>> {
     let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
     let held = Held::take(&graph.saver, &thread).await?;
     let result = async {
@@ -80,11 +83,11 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
                 (begin::start(graph, on, update).await?, wrote)
             }
             RunInput::Command(command) => match begin::resume(graph, on, command, from).await? {
-                Prepared::Done(state) => {
+                Prepared::Done(state, id) => {
                     if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
                         sink.send(0, EventKind::Values(state.clone())).await?;
                     }
-                    return Ok(RunOutput::new(state, 0, Vec::new()));
+                    return Ok(RunOutput::new(state, 0, Vec::new()).at(Some(&Arc::from(id))));
                 }
                 Prepared::Run(begin) => (*begin, true),
             },
@@ -93,12 +96,27 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
         let step = u64::try_from(persist.step()).unwrap_or(0);
         let start = Start { state, tasks, saved, planner, step, resumed, initial_values };
         let meter = Arc::clone(&run);
-        let out = drive(graph, start, run, limit, Some(persist), sink).await?;
-        Ok(out.with_usage(meter.meter.usage()))
+        let usage = || meter.meter.usage();
+        match drive(graph, start, run, limit, Some(persist), sink).await {
+            Ok(out) => Ok(out.with_usage(usage())),
+            Err(halt) => Err(halt.with_usage(usage())),
+        }
     }
     .await;
     held.release().await;
-    result
+    let on_thread = |out: &mut RunOutput<S>| out.thread_id = Some(thread.to_string());
+    match result {
+        Ok(mut out) => {
+            on_thread(&mut out);
+            Ok(out)
+        }
+        Err(mut halt) => {
+            if let Halt::Failed(failed) = &mut halt {
+                on_thread(&mut failed.0);
+            }
+            Err(halt)
+        }
+    }
 }
 
 /// Where a run starts: its state, first tasks (with any outputs already saved), and step.
@@ -131,7 +149,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     limit: u64,
     mut persist: Option<Persist>,
     sink: Option<&Sink<S>>,
-) -> Result<RunOutput<S>, GraphError> {
+) -> Result<RunOutput<S>, Halt<S>> {
     let Start { mut state, mut tasks, mut saved, mut planner, mut step, resumed, initial_values } = start;
     let mut slots: Vec<Option<NodeOutput<S>>> = Vec::new();
     let mut ran = 0;
@@ -141,12 +159,8 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     }
     while !tasks.is_empty() {
         if ran == limit {
-            if let Some(persist) = persist
-                && let Err(error) = Box::pin(persist.abort(graph, &state, &tasks, &planner)).await
-            {
-                return Err(refused(error, state));
-            }
-            return Err(GraphError::RecursionLimit { limit });
+            let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step: step + 1, ran };
+            return Err(Box::pin(stop.at_limit(persist, state, limit)).await);
         }
         if !(resumed && ran == 0)
             && let Some(node) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before)
@@ -177,21 +191,22 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             Ok(paused) => paused,
             Err(failure) => {
                 let text = events::failure_text(&failure.error);
-                let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner };
+                let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
                 return Err(Box::pin(stop.failed(persist, state, failure.task, text, failure.error)).await);
             }
         };
         if !paused.is_empty() {
             let Some(persist) = persist else {
-                return Err(GraphError::InterruptWithoutThread { node: paused[0].1.node.clone() });
+                return Err(GraphError::InterruptWithoutThread { node: paused[0].1.node.clone() }.into());
             };
+            let checkpoint = Arc::clone(persist.current());
             if let Err(error) =
                 Box::pin(persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Paused(&paused))).await
             {
-                return Err(refused(error, state));
+                return Err(refused(error, state).into());
             }
             let interrupts = paused.into_iter().map(|(_, interrupt)| interrupt).collect();
-            return Ok(RunOutput::new(state, ran, interrupts));
+            return Ok(RunOutput::new(state, ran, interrupts).at(Some(&checkpoint)));
         }
         if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
             // The conflict is reported on the second of the two tasks that wrote the field.
@@ -200,7 +215,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
                 _ => String::new(),
             };
             let task = tasks.iter().rposition(|t| *graph.node_names[t.node as usize] == *second).unwrap_or(0);
-            let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner };
+            let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
             return Err(Box::pin(stop.failed(persist, state, task, error.to_string(), error)).await);
         }
         if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
@@ -214,7 +229,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
         if let Some(persist) = &mut persist {
             if let Err(error) = Box::pin(persist.checkpoint(graph, &state, count, &tasks, &planner)).await {
-                return Err(refused(error, state));
+                return Err(refused(error, state).into());
             }
             if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {
                 let (id, step) = (persist.current().to_string(), persist.step());
@@ -226,12 +241,19 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran)).await;
         }
     }
+    let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
     if let Some(persist) = persist
         && let Err(error) = Box::pin(persist.finish(graph, &state, &planner)).await
     {
-        return Err(refused(error, state));
+        return Err(refused(error, state).into());
     }
-    Ok(RunOutput::new(state, ran, Vec::new()))
+    Ok(RunOutput::new(state, ran, Vec::new()).at(checkpoint.as_ref()))
+}
+
+/// A run that stopped on a failed step, with what it leaves.
+fn failed<S>(mut out: RunOutput<S>, failure: RunFailure, error: GraphError) -> Halt<S> {
+    out.failure = Some(failure);
+    Halt::Failed(Box::new((out, error)))
 }
 
 /// A step that cannot complete, and what it leaves to store.
@@ -240,28 +262,42 @@ struct Stop<'a, S: State, C> {
     tasks: &'a [Task],
     slots: &'a [Option<NodeOutput<S>>],
     planner: &'a Planner,
+    step: u64,
+    ran: u64,
 }
 
 impl<S: State, C> Stop<'_, S, C> {
     /// Stores what the failed step left (the finished tasks' outputs, the failure of task
-    /// `task`) and returns the error the run fails with.
-    async fn failed(
-        self,
-        persist: Option<Persist>,
-        state: S,
-        task: usize,
-        text: String,
-        error: GraphError,
-    ) -> GraphError {
+    /// `task`) and returns the failed run.
+    async fn failed(self, persist: Option<Persist>, state: S, task: usize, text: String, error: GraphError) -> Halt<S> {
+        let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
         if let Some(persist) = persist {
-            let ending = StepEnding::Failed(vec![(task as u32, text)]);
+            let ending = StepEnding::Failed(vec![(task as u32, text.clone())]);
             if let Err(stored) =
                 persist.end_step(self.graph, &state, self.tasks, self.slots, self.planner, ending).await
             {
-                return refused(stored, state);
+                return refused(stored, state).into();
             }
         }
-        error
+        let node = self.tasks.get(task).map(|t| self.graph.node_names[t.node as usize].to_string());
+        let failure = RunFailure { step: self.step, node, task: Some(task as u32), message: text };
+        failed(RunOutput::new(state, self.ran, Vec::new()).at(checkpoint.as_ref()), failure, error)
+    }
+}
+
+impl<S: State, C> Stop<'_, S, C> {
+    /// Ends a run at the recursion limit, before step `step` runs: its tasks stay in the
+    /// stored checkpoint for a later `resume`.
+    async fn at_limit(self, persist: Option<Persist>, state: S, limit: u64) -> Halt<S> {
+        let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
+        if let Some(persist) = persist
+            && let Err(error) = persist.abort(self.graph, &state, self.tasks, self.planner).await
+        {
+            return refused(error, state).into();
+        }
+        let error = GraphError::RecursionLimit { limit };
+        let failure = RunFailure { step: self.step, node: None, task: None, message: error.to_string() };
+        failed(RunOutput::new(state, self.ran, Vec::new()).at(checkpoint.as_ref()), failure, error)
     }
 }
 
@@ -283,16 +319,17 @@ async fn pause_at_breakpoint<S: State, C>(
     node: u32,
     when: &str,
     ran: u64,
-) -> Result<RunOutput<S>, GraphError> {
+) -> Result<RunOutput<S>, Halt<S>> {
     let name = &graph.node_names[node as usize];
     let Some(persist) = persist else {
-        return Err(GraphError::InterruptWithoutThread { node: name.to_string() });
+        return Err(GraphError::InterruptWithoutThread { node: name.to_string() }.into());
     };
     let current = Arc::clone(persist.current());
     let unrun: Vec<Option<NodeOutput<S>>> = tasks.iter().map(|_| None).collect();
     if let Err(error) = persist.end_step(graph, &state, tasks, &unrun, planner, StepEnding::Breakpoint).await {
-        return Err(refused(error, state));
+        return Err(refused(error, state).into());
     }
-    let interrupt = Interrupt::breakpoint(&current, when, name);
-    Ok(RunOutput::new(state, ran, vec![interrupt]))
+    let task = tasks.iter().position(|t| t.node == node).unwrap_or(0) as u32;
+    let interrupt = Interrupt::breakpoint(&current, when, name, task);
+    Ok(RunOutput::new(state, ran, vec![interrupt]).at(Some(&current)))
 }

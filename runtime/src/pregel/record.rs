@@ -448,7 +448,7 @@ pub(crate) fn decode_write<S: State, C>(
             let outcome = input.u32("outcome").map_err(|e| place.fail(e))?;
             let id = input.text("id").map_err(|e| place.fail(e))?.to_owned();
             let value = codec::decode(input.rest()).map_err(|e| place.field("value", e))?;
-            let interrupt = Interrupt { id, node: name.to_owned(), value, call: (index - 1) / 2 };
+            let interrupt = Interrupt { id, node: name.to_owned(), value, task, call: (index - 1) / 2 };
             Ok(Decoded::Interrupt { outcome, interrupt })
         }
         kind::ANSWER => {
@@ -777,7 +777,7 @@ mod tests {
             "an input on a loop checkpoint"
         );
 
-        let interrupt = Interrupt { id: "c1:0:0".into(), node: "b".into(), value: json!("?"), call: 0 };
+        let interrupt = Interrupt { id: "c1:0:0".into(), node: "b".into(), value: json!("?"), task: 0, call: 0 };
         let (field, reason) = field_of(decode_write_of(&write(0, 1, encode_interrupt(&interrupt, 0).unwrap()), false));
         assert_eq!((field.as_str(), reason.contains("an interrupt of node `b`")), ("writes[0.1]", true));
         let mut truncated = encode_interrupt(&Interrupt { node: "a".into(), ..interrupt }, 0).unwrap();
