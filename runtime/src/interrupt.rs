@@ -16,7 +16,8 @@ pub struct Interrupt {
     /// What the node asked (`null` for a breakpoint).
     pub value: Value,
     /// The position in its step of the task that raised it (0 for the first), as
-    /// [`PendingTask::index`](crate::PendingTask::index).
+    /// [`PendingTask::index`](crate::PendingTask::index); for an `interrupt_after` breakpoint,
+    /// the position the node's task had in the step that just ran.
     #[serde(default)]
     pub task: u32,
     /// Which `interrupt` call of the task raised it (0 for the first).

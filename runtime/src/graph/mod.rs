@@ -16,7 +16,7 @@ pub use threads::{PendingTask, StateSnapshot};
 
 pub(crate) use compiled::{CompiledNode, Inner, Target};
 pub(crate) use node_spec::Action;
-pub(crate) use run_output::Halt;
+pub(crate) use run_output::{Halt, complete};
 
 /// The default bound on super-steps per run. LangGraph's is 10 007 (since March 2026): a
 /// long agent loop takes two steps per tool call, and a lower limit surprised its users. An

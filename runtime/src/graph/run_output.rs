@@ -80,11 +80,6 @@ impl<S> RunOutput<S> {
         Self { state, steps, interrupts, usage: Usage::default(), thread_id: None, checkpoint_id: None, failure: None }
     }
 
-    pub(crate) fn with_usage(mut self, usage: Usage) -> Self {
-        self.usage = usage;
-        self
-    }
-
     /// Notes the checkpoint the run ended at.
     pub(crate) fn at(mut self, checkpoint: Option<&Arc<str>>) -> Self {
         self.checkpoint_id = checkpoint.map(ToString::to_string);
@@ -108,16 +103,17 @@ impl<S> Halt<S> {
     }
 }
 
-impl<S> Halt<S> {
-    pub(crate) fn with_usage(self, usage: Usage) -> Self {
-        match self {
-            Halt::Failed(mut failed) => {
-                failed.0.usage = usage;
-                Halt::Failed(failed)
-            }
-            error @ Halt::Error(_) => error,
-        }
+/// Lets `fill` complete the output a run leaves, whether it finished, paused or failed.
+pub(crate) fn complete<S>(
+    mut result: Result<RunOutput<S>, Halt<S>>,
+    fill: impl FnOnce(&mut RunOutput<S>),
+) -> Result<RunOutput<S>, Halt<S>> {
+    match &mut result {
+        Ok(out) => fill(out),
+        Err(Halt::Failed(failed)) => fill(&mut failed.0),
+        Err(Halt::Error(_)) => {}
     }
+    result
 }
 
 impl<S> From<crate::GraphError> for Halt<S> {

@@ -33,7 +33,8 @@ impl ChunkShape {
 
     /// The text of `data` when it has the remembered shape; `None` when it has to be parsed.
     pub(crate) fn text_of<'d>(&self, data: &'d str) -> Option<&'d str> {
-        if self.before.is_empty() || data.len() < self.before.len() + self.after.len() {
+        // Nothing learned yet: empty bytes around would match any chunk.
+        if self.before.is_empty() {
             return None;
         }
         let middle = data.strip_prefix(self.before.as_str())?.strip_suffix(self.after.as_str())?;

@@ -505,6 +505,8 @@ struct Assembly {
     id: Option<String>,
     model: Option<String>,
     delivered: bool,
+    /// The shape of the last text-only chunk, to read the next ones by.
+    shape: ChunkShape,
 }
 
 impl Assembly {
@@ -618,8 +620,8 @@ impl Assembly {
 impl Assembly {
     /// Reads one event's data; `Ok(true)` when it ends the stream (`[DONE]`). A chunk of the
     /// shape of the last text-only chunk is read without parsing it (see [`ChunkShape`]).
-    fn event(&mut self, data: &str, shape: &mut ChunkShape, sink: &mut dyn ReplySink) -> Result<bool, ModelError> {
-        if let Some(text) = shape.text_of(data) {
+    fn event(&mut self, data: &str, sink: &mut dyn ReplySink) -> Result<bool, ModelError> {
+        if let Some(text) = self.shape.text_of(data) {
             self.text(text, sink);
             return Ok(false);
         }
@@ -633,7 +635,7 @@ impl Assembly {
             sse::broken(PROVIDER, self.delivered, format!("a chunk is not a chat completion chunk ({e}): {data}"))
         })?;
         if let Some(text) = chunk.only_text() {
-            shape.learn(data, text);
+            self.shape.learn(data, text);
         }
         self.take(chunk, sink)?;
         Ok(false)
@@ -644,9 +646,8 @@ impl Assembly {
 async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
     let mut events = sse::Events::new(response);
     let mut reply = Assembly::default();
-    let mut shape = ChunkShape::default();
     while events.next().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))? {
-        if reply.event(&events.data, &mut shape, sink)? {
+        if reply.event(&events.data, sink)? {
             return reply.finish();
         }
     }
@@ -675,9 +676,8 @@ mod tests {
     fn assemble(chunks: &[Value]) -> (Result<ModelReply, ModelError>, Vec<String>) {
         let mut sink = Pieces(Vec::new());
         let mut reply = Assembly::default();
-        let mut shape = ChunkShape::default();
         for chunk in chunks {
-            if let Err(e) = reply.event(&chunk.to_string(), &mut shape, &mut sink) {
+            if let Err(e) = reply.event(&chunk.to_string(), &mut sink) {
                 return (Err(e), sink.0);
             }
         }

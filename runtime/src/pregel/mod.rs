@@ -22,7 +22,7 @@ use crate::checkpoint::Source;
 use crate::command::RunInput;
 use crate::config::Durability;
 use crate::error::GraphError;
-use crate::graph::{Halt, Inner, RunFailure, RunOutput};
+use crate::graph::{Halt, Inner, RunFailure, RunOutput, complete};
 use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
 use crate::runtime::RunShared;
@@ -53,11 +53,7 @@ pub(crate) async fn execute<S: State, C: Send + Sync + 'static>(
     let saved = tasks.iter().map(|_| None).collect();
     let start = Start { state, tasks, saved, planner, step: 0, resumed: false, initial_values: input_wrote };
     let meter = Arc::clone(&run);
-    let usage = || meter.meter.usage();
-    match drive(graph, start, run, limit, None, sink).await {
-        Ok(out) => Ok(out.with_usage(usage())),
-        Err(halt) => Err(halt.with_usage(usage())),
-    }
+    complete(drive(graph, start, run, limit, None, sink).await, |out| out.usage = meter.meter.usage())
 }
 
 /// Runs a graph on a thread from `input` (new input, or a command that continues the thread,
@@ -96,27 +92,12 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
         let step = u64::try_from(persist.step()).unwrap_or(0);
         let start = Start { state, tasks, saved, planner, step, resumed, initial_values };
         let meter = Arc::clone(&run);
-        let usage = || meter.meter.usage();
-        match drive(graph, start, run, limit, Some(persist), sink).await {
-            Ok(out) => Ok(out.with_usage(usage())),
-            Err(halt) => Err(halt.with_usage(usage())),
-        }
+        let result = drive(graph, start, run, limit, Some(persist), sink).await;
+        complete(result, |out| out.usage = meter.meter.usage())
     }
     .await;
     held.release().await;
-    let on_thread = |out: &mut RunOutput<S>| out.thread_id = Some(thread.to_string());
-    match result {
-        Ok(mut out) => {
-            on_thread(&mut out);
-            Ok(out)
-        }
-        Err(mut halt) => {
-            if let Halt::Failed(failed) = &mut halt {
-                on_thread(&mut failed.0);
-            }
-            Err(halt)
-        }
-    }
+    complete(result, |out| out.thread_id = Some(thread.to_string()))
 }
 
 /// Where a run starts: its state, first tasks (with any outputs already saved), and step.
@@ -163,9 +144,9 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             return Err(Box::pin(stop.at_limit(persist, state, limit)).await);
         }
         if !(resumed && ran == 0)
-            && let Some(node) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before)
+            && let Some(at) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before)
         {
-            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "before", ran)).await;
+            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, at, "before", ran)).await;
         }
         ran += 1;
         step += 1;
@@ -237,8 +218,8 @@ async fn drive<S: State, C: Send + Sync + 'static>(
                 Box::pin(sink.send(u64::try_from(step).unwrap_or(0), event)).await?;
             }
         }
-        if let (Some(node), false) = (after, tasks.is_empty()) {
-            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, node, "after", ran)).await;
+        if let (Some(at), false) = (after, tasks.is_empty()) {
+            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, at, "after", ran)).await;
         }
     }
     let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
@@ -301,9 +282,9 @@ impl<S: State, C> Stop<'_, S, C> {
     }
 }
 
-/// The first task whose node has the breakpoint `set`.
-fn breakpoint(tasks: &[Task], set: impl Fn(usize) -> bool) -> Option<u32> {
-    tasks.iter().map(|t| t.node).find(|&n| set(n as usize))
+/// The first task whose node has the breakpoint `set`: its position in the step, and its node.
+fn breakpoint(tasks: &[Task], set: impl Fn(usize) -> bool) -> Option<(u32, u32)> {
+    tasks.iter().enumerate().find(|(_, t)| set(t.node as usize)).map(|(i, t)| (i as u32, t.node))
 }
 
 /// Stops the run at an `interrupt_before`/`interrupt_after` breakpoint: the stored checkpoint
@@ -316,7 +297,7 @@ async fn pause_at_breakpoint<S: State, C>(
     tasks: &[Task],
     planner: &Planner,
     persist: Option<Persist>,
-    node: u32,
+    (task, node): (u32, u32),
     when: &str,
     ran: u64,
 ) -> Result<RunOutput<S>, Halt<S>> {
@@ -329,7 +310,6 @@ async fn pause_at_breakpoint<S: State, C>(
     if let Err(error) = persist.end_step(graph, &state, tasks, &unrun, planner, StepEnding::Breakpoint).await {
         return Err(refused(error, state).into());
     }
-    let task = tasks.iter().position(|t| t.node == node).unwrap_or(0) as u32;
     let interrupt = Interrupt::breakpoint(&current, when, name, task);
     Ok(RunOutput::new(state, ran, vec![interrupt]).at(Some(&current)))
 }
