@@ -156,6 +156,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         )*
     };
     let definition = quote_spanned!(name.span()=> #vis struct #update { #body });
+    let subgraph_impls = subgraph_impls(def);
     quote! {
         #item
 
@@ -187,6 +188,8 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
                 Self { #( #idents: #p::Option::Some(#p::Write::Reduce(state.#idents)), )* }
             }
         }
+
+        #subgraph_impls
 
         #[automatically_derived]
         impl #p::State for #name {
@@ -224,6 +227,34 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
             }
 
             #encode_stored
+        }
+    }
+}
+
+/// `FullUpdate` (every field overwritten) and `SubgraphState<Self>` (a subgraph of the same
+/// state starts from the parent's and writes back every field it ends with).
+fn subgraph_impls(def: &StateDef) -> TokenStream {
+    let p = private();
+    let name = &def.item.ident;
+    let update = def.update_ident();
+    let idents: Vec<_> = def.fields.iter().map(|f| &f.ident).collect();
+    quote! {
+        #[automatically_derived]
+        impl #p::FullUpdate for #name {
+            fn full_update(self) -> #update {
+                #update { #( #idents: #p::Option::Some(#p::Write::Overwrite(self.#idents)), )* }
+            }
+        }
+
+        #[automatically_derived]
+        impl #p::SubgraphState<#name> for #name {
+            fn enter(parent: &#name) -> Self {
+                ::core::clone::Clone::clone(parent)
+            }
+
+            fn leave(self) -> #update {
+                <Self as #p::FullUpdate>::full_update(self)
+            }
         }
     }
 }

@@ -95,8 +95,8 @@ pub use command::{IntoRunInput, RunCommand, RunInput};
 pub use config::{Durability, RunConfig};
 pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
 pub use graph::{
-    CompiledGraph, DEFAULT_RECURSION_LIMIT, NodeSpec, PendingTask, RunFailure, RunOutput, RunStatus, StateGraph,
-    StateSnapshot,
+    CompiledGraph, DEFAULT_RECURSION_LIMIT, FullUpdate, IntoSubgraph, NodeSpec, PendingTask, RunFailure, RunOutput,
+    RunStatus, StateGraph, StateSnapshot, SubgraphError, SubgraphSnapshot, SubgraphState,
 };
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;
@@ -153,6 +153,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::field::StateField;
+    pub use crate::graph::{FullUpdate, SubgraphState};
     pub use crate::graph::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, StateGraph, take_payload};
     pub use crate::node::{
         BranchReturn, MultiSendReturn, NodeOutput, Payload, Route, SendPayload, SendReturn, SendRoute, UpdateReturn,

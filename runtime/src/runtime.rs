@@ -68,8 +68,24 @@ pub(crate) struct RunShared<C> {
     pub(crate) writer: Option<crate::stream::SharedWriter>,
     /// The run's event log, if it has one.
     pub(crate) log: Option<crate::log::RunLog>,
-    /// What the run's model calls spent, against its budget and deadline.
-    pub(crate) meter: crate::model::Meter,
+    /// What the run's model calls spent, against its budget and deadline (shared with the
+    /// runs of its subgraphs).
+    pub(crate) meter: Arc<crate::model::Meter>,
+    /// Where the run checkpoints, when it has a thread.
+    pub(crate) storage: Option<Storage>,
+    /// Where the run sits in nested graphs: empty for the graph that was run.
+    pub(crate) namespace: Vec<String>,
+}
+
+/// Where a run on a thread keeps its checkpoints: a subgraph run by one of its nodes keeps its
+/// own in the same place, under a key made from this one.
+#[derive(Clone)]
+pub(crate) struct Storage {
+    pub(crate) saver: Arc<dyn crate::checkpoint::Checkpointer>,
+    /// The key the run's checkpoints are stored under: the thread id, followed by the
+    /// namespace for a subgraph's run.
+    pub(crate) key: Arc<str>,
+    pub(crate) durability: crate::config::Durability,
 }
 
 /// Where a task sits in its run.
@@ -97,7 +113,9 @@ impl Runtime<()> {
             store: None,
             writer: None,
             log: None,
-            meter: crate::model::Meter::default(),
+            meter: Arc::default(),
+            storage: None,
+            namespace: Vec::new(),
         };
         Self {
             run: Arc::new(run),

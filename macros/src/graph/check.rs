@@ -16,6 +16,7 @@ pub(crate) fn check(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
         check_send_and_branch(cx, node);
         check_timeout_needs_async(cx, node);
         check_params(cx, node);
+        check_subgraph(cx, node);
     }
     check_payload_targets(cx, def);
     super::start::check(cx, def);
@@ -57,6 +58,44 @@ fn check_send_and_branch(cx: &mut Ctxt, node: &NodeDef) {
             &send.names[0],
             format!("node `{}` both branches and sends: split it, or send from a node with static edges", node.name()),
         );
+    }
+}
+
+/// Rule: a `subgraph` node is a plain fn without parameters that returns the graph; it gives
+/// back an update, so it follows static edges or a router, and it sends nothing.
+fn check_subgraph(cx: &mut Ctxt, node: &NodeDef) {
+    let Some(key) = &node.subgraph else { return };
+    let name = node.name();
+    let sig = &node.item.sig;
+    if let Some(input) = sig.inputs.first() {
+        cx.error_spanned_by(
+            input,
+            format!("subgraph node `{name}` takes no parameters: its fn only returns the graph that runs as the node"),
+        );
+    }
+    if let Some(asyncness) = &sig.asyncness {
+        cx.error_spanned_by(
+            asyncness,
+            format!("subgraph node `{name}` is built once, when the graph is: drop `async`"),
+        );
+    }
+    if matches!(sig.output, syn::ReturnType::Default) {
+        cx.error_spanned_by(
+            &sig.ident,
+            format!("subgraph node `{name}` returns the graph it runs: `fn {name}() -> StateGraph<child::State>`"),
+        );
+    }
+    if node.returns_route() {
+        cx.error_spanned_by(
+            key,
+            format!(
+                "subgraph node `{name}` gives back its state, not a route: name a router with `route = fn` to choose \
+                 among `next = a | b`"
+            ),
+        );
+    }
+    if let Some(send) = &node.send {
+        cx.error_spanned_by(&send.names[0], format!("subgraph node `{name}` cannot send: send from a node before it"));
     }
 }
 

@@ -51,7 +51,7 @@ pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: 
             generated.push(send_enum(node, &nodes));
         }
         if wired {
-            for node in &nodes {
+            for node in nodes.iter().filter(|n| n.subgraph.is_none()) {
                 generated.push(wrapper(node, &nodes, names));
             }
         }
@@ -349,6 +349,13 @@ fn builder_calls(nodes: &[NodeDef]) -> Vec<TokenStream> {
     let mut calls = Vec::new();
     for node in nodes {
         let name = node.name();
+        if node.subgraph.is_some() {
+            // Spanned at the fn's return type: a child whose state does not map to this graph's
+            // is reported there.
+            let callee = Ident::new(&name, node.return_span());
+            calls.push(quote_spanned!(node.return_span()=> .add_subgraph(#name, #callee())));
+            continue;
+        }
         let wrapper = format_ident!("__graphwright_node_{}", node.ident());
         let shape = shape(node, nodes);
         let takes = if let Some(ty) = node.payload() {

@@ -9,7 +9,7 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, FnArg, Ident, Item, ItemFn, ItemMod, Pat, Path, ReturnType, Token, Type, bracketed};
 
 /// The options a `#[node(..)]` attribute accepts, for suggestions.
-const NODE_OPTIONS: &[&str] = &["entry", "next", "send", "route", "join", "defer", "retry", "timeout"];
+const NODE_OPTIONS: &[&str] = &["entry", "next", "send", "route", "join", "defer", "retry", "timeout", "subgraph"];
 
 /// `#[graph(context = Ctx, state = Path)]`.
 #[derive(Default)]
@@ -105,6 +105,8 @@ pub(crate) struct NodeDef {
     pub(crate) route: Option<Path>,
     pub(crate) join: bool,
     pub(crate) defer: bool,
+    /// `subgraph`: the fn returns a graph (a builder or a compiled graph) that runs as the node.
+    pub(crate) subgraph: Option<Ident>,
     pub(crate) retry: Option<Expr>,
     pub(crate) timeout: Option<Expr>,
     pub(crate) params: Vec<Param>,
@@ -124,8 +126,9 @@ impl NodeDef {
         &self.item.sig.ident
     }
 
+    /// Whether the node runs as an async node (a subgraph always does).
     pub(crate) fn is_async(&self) -> bool {
-        self.item.sig.asyncness.is_some()
+        self.item.sig.asyncness.is_some() || self.subgraph.is_some()
     }
 
     /// `next = a | b` without a router: the node returns the route.
@@ -283,6 +286,7 @@ fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {
         route: None,
         join: false,
         defer: false,
+        subgraph: None,
         retry: None,
         timeout: None,
         params: Vec::new(),
@@ -308,6 +312,7 @@ fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {
             NodeArg::Flag(key) if key == "entry" => node.entry = true,
             NodeArg::Flag(key) if key == "join" => node.join = true,
             NodeArg::Flag(key) if key == "defer" => node.defer = true,
+            NodeArg::Flag(key) if key == "subgraph" => node.subgraph = Some(key),
             NodeArg::Targets(key, targets) if key == "next" => set_once(cx, &key, &mut node.next, targets),
             NodeArg::Targets(key, targets) => set_once(cx, &key, &mut node.send, targets),
             NodeArg::Path(key, path) => set_once(cx, &key, &mut node.route, path),
@@ -339,7 +344,7 @@ fn unknown_option(cx: &mut Ctxt, key: &Ident) {
     };
     cx.error_spanned_by(
         key,
-        format!("{takes} (options: `entry`, `next = ..`, `send = ..`, `route = fn`, `join`, `defer`, `retry = ..`, `timeout = ..`)"),
+        format!("{takes} (options: `entry`, `next = ..`, `send = ..`, `route = fn`, `join`, `defer`, `subgraph`, `retry = ..`, `timeout = ..`)"),
     );
 }
 

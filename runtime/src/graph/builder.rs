@@ -68,6 +68,8 @@ pub struct StateGraph<S: State, C = ()> {
     interrupt_after: Vec<String>,
     /// Node policies by node name, applied when the graph is linked.
     policies: HashMap<String, NodePolicy>,
+    /// Subgraphs given as builders that did not compile, reported by `compile`.
+    subgraph_errors: Vec<String>,
 }
 
 struct Entry<S: State, C> {
@@ -116,6 +118,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             policies: HashMap::new(),
+            subgraph_errors: Vec::new(),
         }
     }
 
@@ -138,6 +141,50 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     #[must_use]
     pub fn add_payload_node<P, M>(self, name: impl Into<String>, node: impl IntoPayloadNode<S, C, P, M>) -> Self {
         self.add_spec(name, node.into_node())
+    }
+
+    /// Adds a graph as a node: `child` (compiled, or a builder compiled with this graph) runs
+    /// from this graph's state mapped by [`SubgraphState`](crate::SubgraphState), and its
+    /// final state comes back as this node's update. Its checkpoints live under the run's
+    /// thread, in a namespace of their own; an interrupt inside it pauses the whole run, and
+    /// `resume` continues it where it paused. Its stream events carry the namespace (see
+    /// [`StreamMode::Subgraphs`](crate::stream::StreamMode::Subgraphs)). The node follows
+    /// `add_edge` edges or a router, like a node that returns an update.
+    #[must_use]
+    pub fn add_subgraph<CS, G>(mut self, name: impl Into<String>, child: G) -> Self
+    where
+        CS: crate::SubgraphState<S> + crate::FullUpdate,
+        G: crate::IntoSubgraph<CS, C>,
+    {
+        let name = name.into();
+        match child.into_subgraph() {
+            Ok(child) => self.add_spec(name, super::subgraph::node(child)),
+            Err(error) => {
+                self.subgraph_errors.push(format!("subgraph `{name}` does not compile: {error}"));
+                self
+            }
+        }
+    }
+
+    /// Adds a graph as a node that runs once per Send payload of type `P` it receives (each run
+    /// a subgraph of its own, in its own namespace): the subgraph starts from `From<&P>` and its
+    /// final state comes back through `From<Child>` for this graph's update.
+    #[must_use]
+    pub fn add_payload_subgraph<P, CS, G>(mut self, name: impl Into<String>, child: G) -> Self
+    where
+        P: SendPayload,
+        CS: crate::FullUpdate + for<'a> From<&'a P>,
+        S::Update: From<CS>,
+        G: crate::IntoSubgraph<CS, C>,
+    {
+        let name = name.into();
+        match child.into_subgraph() {
+            Ok(child) => self.add_spec(name, super::subgraph::payload_node::<S, P, CS, C>(child)),
+            Err(error) => {
+                self.subgraph_errors.push(format!("subgraph `{name}` does not compile: {error}"));
+                self
+            }
+        }
     }
 
     /// Adds an already erased node (what generated code uses).
@@ -293,10 +340,10 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     }
 
     /// Checks the wiring and builds the runnable graph.
-    pub fn compile(self) -> Result<CompiledGraph<S, C>, BuildError> {
+    pub fn compile(mut self) -> Result<CompiledGraph<S, C>, BuildError> {
         let index: HashMap<String, usize> =
             self.nodes.iter().enumerate().rev().map(|(i, e)| (e.name.to_string(), i)).collect();
-        let mut invalid = Vec::new();
+        let mut invalid = std::mem::take(&mut self.subgraph_errors);
         self.check_endpoints(&index, &mut invalid);
         self.check_shapes(&index, &mut invalid);
         if !invalid.is_empty() {
@@ -536,6 +583,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                     takes: entry.spec.takes,
                     interrupt_before: self.interrupt_before.iter().any(|n| n == name),
                     interrupt_after: self.interrupt_after.iter().any(|n| n == name),
+                    subgraph: entry.spec.subgraph,
                 }
             })
             .collect();

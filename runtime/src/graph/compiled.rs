@@ -31,6 +31,7 @@ pub(crate) type RouterFn<S> = Arc<dyn Fn(&S) -> usize + Send + Sync>;
 pub(crate) type StartSendFn<S> = Arc<dyn Fn(&S) -> Vec<Box<dyn std::any::Any + Send + Sync>> + Send + Sync>;
 
 /// How a run begins: static entries, a router reading the input state, Sends from START.
+#[derive(Clone)]
 pub(crate) struct Start<S> {
     /// Nodes with an edge from START, in declaration order.
     pub(crate) entries: Vec<u32>,
@@ -47,12 +48,14 @@ pub(crate) struct Router<S> {
 }
 
 /// A router with its targets resolved.
+#[derive(Clone)]
 pub(crate) struct LinkedRouter<S> {
     pub(crate) pick: RouterFn<S>,
     pub(crate) targets: Box<[Target]>,
 }
 
 /// A join: its target runs once all `sources` have finished since it last ran.
+#[derive(Clone)]
 pub(crate) struct JoinSpec {
     pub(crate) target: Target,
     pub(crate) sources: u32,
@@ -79,6 +82,27 @@ pub(crate) struct CompiledNode<S: State, C> {
     pub(crate) interrupt_before: bool,
     /// Runs on a thread pause after a step that ran this node.
     pub(crate) interrupt_after: bool,
+    /// The graph the node runs, for a subgraph node.
+    pub(crate) subgraph: Option<Arc<dyn super::subgraph::Inspect>>,
+}
+
+impl<S: State, C> Clone for CompiledNode<S, C> {
+    fn clone(&self) -> Self {
+        Self {
+            name: Arc::clone(&self.name),
+            action: self.action.clone(),
+            edges: self.edges.clone(),
+            routes: self.routes.clone(),
+            routers: self.routers.clone(),
+            sends: self.sends.clone(),
+            joins: self.joins.clone(),
+            policy: self.policy.clone(),
+            takes: self.takes,
+            interrupt_before: self.interrupt_before,
+            interrupt_after: self.interrupt_after,
+            subgraph: self.subgraph.clone(),
+        }
+    }
 }
 
 pub(crate) struct Inner<S: State, C> {
@@ -338,6 +362,25 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         &self.inner
     }
 
+    /// The same graph storing its checkpoints in `saver` (a subgraph stores where its parent
+    /// does).
+    pub(crate) fn with_saver(&self, saver: Arc<dyn Checkpointer>) -> Self {
+        let inner = &self.inner;
+        Self::new(Inner {
+            name: inner.name.clone(),
+            nodes: inner.nodes.clone(),
+            node_names: Arc::clone(&inner.node_names),
+            node_index: inner.node_index.clone(),
+            start: inner.start.clone(),
+            joins: inner.joins.clone(),
+            recursion_limit: inner.recursion_limit,
+            default_context: inner.default_context,
+            saver,
+            store: inner.store.clone(),
+            busy: Mutex::default(),
+        })
+    }
+
     fn shared(
         &self,
         cfg: &RunConfig<C>,
@@ -362,7 +405,16 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             store: self.inner.store.clone(),
             writer,
             log: cfg.log.clone(),
-            meter: crate::model::Meter::new(cfg.budget, cfg.deadline.map(|after| tokio::time::Instant::now() + after)),
+            meter: Arc::new(crate::model::Meter::new(
+                cfg.budget,
+                cfg.deadline.map(|after| tokio::time::Instant::now() + after),
+            )),
+            storage: cfg.thread_id.as_ref().map(|thread| crate::runtime::Storage {
+                saver: Arc::clone(&self.inner.saver),
+                key: Arc::clone(thread),
+                durability: cfg.durability,
+            }),
+            namespace: Vec::new(),
         }))
     }
 }

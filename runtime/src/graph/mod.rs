@@ -5,6 +5,7 @@ mod compiled;
 mod into_node;
 mod node_spec;
 mod run_output;
+mod subgraph;
 mod threads;
 
 pub use builder::StateGraph;
@@ -12,6 +13,7 @@ pub use compiled::CompiledGraph;
 pub use into_node::{AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode, marker};
 pub use node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};
 pub use run_output::{RunFailure, RunOutput, RunStatus};
+pub use subgraph::{FullUpdate, IntoSubgraph, SubgraphError, SubgraphSnapshot, SubgraphState};
 pub use threads::{PendingTask, StateSnapshot};
 
 pub(crate) use compiled::{CompiledNode, Inner, Target};

@@ -122,6 +122,8 @@ pub struct NodeSpec<S: State, C> {
     pub(crate) action: Action<S, C>,
     pub(crate) shape: Shape,
     pub(crate) takes: Option<PayloadType>,
+    /// The graph the node runs, for a subgraph node: how to read its checkpoints.
+    pub(crate) subgraph: Option<Arc<dyn super::subgraph::Inspect>>,
 }
 
 impl<S: State, C: Send + Sync + 'static> NodeSpec<S, C> {
@@ -130,7 +132,7 @@ impl<S: State, C: Send + Sync + 'static> NodeSpec<S, C> {
     where
         F: for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeResult<S> + Send + Sync + 'static,
     {
-        Self { action: Action::Sync(Arc::new(f)), shape, takes }
+        Self { action: Action::Sync(Arc::new(f)), shape, takes, subgraph: None }
     }
 
     /// An async node from its erased form. Generated code uses this; prefer `add_node`.
@@ -138,7 +140,7 @@ impl<S: State, C: Send + Sync + 'static> NodeSpec<S, C> {
     where
         F: for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeFuture<'a, S> + Send + Sync + 'static,
     {
-        Self { action: Action::Async(Arc::new(f)), shape, takes }
+        Self { action: Action::Async(Arc::new(f)), shape, takes, subgraph: None }
     }
 
     /// Whether the node is async.

@@ -69,6 +69,9 @@ pub struct PendingTask<U> {
     pub error: Option<String>,
     /// Its interrupts still waiting for an answer.
     pub interrupts: Vec<Interrupt>,
+    /// For a task of a subgraph node that has checkpoints, the subgraph's state; filled by
+    /// [`CompiledGraph::get_state_with_subgraphs`] only.
+    pub subgraph: Option<Box<super::subgraph::SubgraphSnapshot>>,
 }
 
 impl<U: fmt::Debug> fmt::Debug for PendingTask<U> {
@@ -79,11 +82,83 @@ impl<U: fmt::Debug> fmt::Debug for PendingTask<U> {
             .field("result", &self.result)
             .field("error", &self.error)
             .field("interrupts", &self.interrupts)
+            .field("subgraph", &self.subgraph)
             .finish()
     }
 }
 
 impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
+    /// [`get_state`](Self::get_state), with the state of every subgraph its pending tasks run
+    /// (LangGraph's `get_state(config, subgraphs=True)`): each such task's
+    /// [`subgraph`](PendingTask::subgraph), down to the deepest level. A paused nested run shows
+    /// where it paused this way.
+    ///
+    /// ```
+    /// use graphwright::prelude::*;
+    ///
+    /// #[graph]
+    /// mod inner {
+    ///     use graphwright::prelude::*;
+    ///
+    ///     #[state]
+    ///     pub struct State {
+    ///         pub answer: String,
+    ///     }
+    ///
+    ///     #[node(entry, next = END)]
+    ///     fn ask(_state: &State, rt: &Runtime) -> Result<StateUpdate, NodeError> {
+    ///         let answer: String = rt.interrupt("name?")?;
+    ///         Ok(StateUpdate::new().answer(answer))
+    ///     }
+    /// }
+    ///
+    /// #[graph(state = super::inner::State)]
+    /// mod outer {
+    ///     use graphwright::prelude::*;
+    ///
+    ///     #[node(entry, subgraph, next = END)]
+    ///     fn interview() -> StateGraph<super::inner::State> {
+    ///         super::inner::graph()
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Report> {
+    /// let app = outer::graph().compile()?;
+    /// let cfg = RunConfig::thread("t1");
+    /// app.invoke(inner::State::default(), &cfg).await?;
+    /// let snapshot = app.get_state_with_subgraphs(&cfg).await?.unwrap();
+    /// let inside = snapshot.tasks[0].subgraph.as_ref().unwrap();
+    /// assert_eq!(inside.next, ["ask"]);
+    /// assert_eq!(inside.interrupts[0].value, "name?");
+    /// assert!(inside.namespace[0].starts_with("interview:"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn get_state_with_subgraphs(&self, cfg: &RunConfig<C>) -> Result<Option<StateSnapshot<S>>, GraphError> {
+        self.snapshot_nested(cfg, &[]).await
+    }
+
+    /// `get_state` of the run at `namespace` (empty for this graph), its subgraphs included.
+    pub(crate) async fn snapshot_nested(
+        &self,
+        cfg: &RunConfig<C>,
+        namespace: &[String],
+    ) -> Result<Option<StateSnapshot<S>>, GraphError> {
+        let Some(mut snapshot) = self.get_state(cfg).await? else { return Ok(None) };
+        let thread = self.thread_of(cfg)?;
+        let graph = self.inner();
+        for task in &mut snapshot.tasks {
+            let Some(&node) = graph.node_index.get(task.node.as_str()) else { continue };
+            let Some(inspect) = &graph.nodes[node as usize].subgraph else { continue };
+            let key = super::subgraph::key(&thread, &task.node, &snapshot.checkpoint_id, task.index);
+            let mut path = namespace.to_vec();
+            path.push(key.rsplit(super::subgraph::NAMESPACE_SEPARATOR).next().unwrap_or_default().to_owned());
+            task.subgraph = inspect.snapshot(&graph.saver, key, path).await?.map(Box::new);
+        }
+        Ok(Some(snapshot))
+    }
+
     /// The thread's newest state, or `None` for a thread with no checkpoint. With
     /// [`RunConfig::checkpoint`] set, the state at that checkpoint instead, as it was stored
     /// (without the outputs of tasks that finished after it).
@@ -227,6 +302,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 result: stored.input.as_ref().map(|(input, _)| input.clone()),
                 error: None,
                 interrupts: Vec::new(),
+                subgraph: None,
             });
         }
         for (index, task) in next_tasks.iter().enumerate() {
@@ -236,6 +312,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 result: stored.outputs[index].as_ref().map(|o| (*o.output.update).clone()),
                 error: errors[index].clone(),
                 interrupts: pending.iter().filter(|(t, _)| *t == index).map(|(_, i)| i.clone()).collect(),
+                subgraph: None,
             });
         }
         let mut next: Vec<String> = tasks.iter().map(|t| t.node.clone()).collect();

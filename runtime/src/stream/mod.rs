@@ -22,6 +22,8 @@ use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+pub(crate) mod nested;
+
 /// What a stream reports, as LangGraph's stream modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -41,6 +43,12 @@ pub enum StreamMode {
     Checkpoints = 32,
     /// Tasks and checkpoints together.
     Debug = 48,
+    /// Also the `values`, `updates`, `tasks` and `checkpoints` events of subgraphs (LangGraph's
+    /// `subgraphs=True`), as [`EventKind::SubgraphValues`], [`EventKind::SubgraphUpdate`] and
+    /// the task and checkpoint kinds, each with its [`Event::namespace`]. `custom` and
+    /// `messages` events from inside subgraphs come without it: they are what a node chose to
+    /// show.
+    Subgraphs = 64,
 }
 
 /// A set of [`StreamMode`]s: `StreamMode::Updates | StreamMode::Messages`.
@@ -101,6 +109,17 @@ pub enum EventKind<S: State> {
         /// Its update.
         update: S::Update,
     },
+    /// `values` inside a subgraph (with [`StreamMode::Subgraphs`]): the subgraph's state after
+    /// one of its steps, as JSON (its type is not the graph's).
+    SubgraphValues(Value),
+    /// `updates` inside a subgraph (with [`StreamMode::Subgraphs`]): what one of its tasks
+    /// wrote, as JSON.
+    SubgraphUpdate {
+        /// The subgraph's node.
+        node: String,
+        /// The node's update.
+        update: Value,
+    },
     /// `custom`: a value a node wrote.
     Custom {
         /// The node.
@@ -150,7 +169,8 @@ pub enum EventKind<S: State> {
         error: Option<String>,
         /// Whether the task paused with an interrupt.
         interrupted: bool,
-        /// What the task wrote, if it finished.
+        /// What the task wrote, if it finished; `None` for a task of a subgraph (its update
+        /// comes as [`EventKind::SubgraphUpdate`]).
         result: Option<S::Update>,
     },
     /// `checkpoints`: a checkpoint was stored (or queued, under async durability).
@@ -194,6 +214,10 @@ impl<S: State> fmt::Debug for EventKind<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Values(state) => f.debug_tuple("Values").field(state).finish(),
+            Self::SubgraphValues(state) => f.debug_tuple("SubgraphValues").field(state).finish(),
+            Self::SubgraphUpdate { node, update } => {
+                f.debug_struct("SubgraphUpdate").field("node", node).field("update", update).finish()
+            }
             Self::Update { node, update } => {
                 f.debug_struct("Update").field("node", node).field("update", update).finish()
             }
@@ -249,83 +273,159 @@ pub(crate) enum Written {
     ToolCall { message_id: String, index: u32, id: Option<String>, name: Option<String>, arguments: String },
 }
 
-/// The part of a sink that nodes write to: not generic over the state, so `Runtime` can hold it.
+/// The part of a sink that nodes (and subgraphs run by nodes) write to: not generic over the
+/// state, so `Runtime` can hold it.
 pub(crate) trait NodeWriter: Send + Sync {
-    fn write(&self, node: &str, step: u64, written: Written);
+    fn write(&self, node: &str, step: u64, written: Written) {
+        self.write_nested(&[], node, step, written);
+    }
+
+    /// A node write from inside the subgraph at `namespace` (empty for this graph's own nodes).
+    fn write_nested(&self, namespace: &[String], node: &str, step: u64, written: Written);
+
+    /// A step event of the subgraph at `namespace`, waiting while the consumer is behind.
+    fn forward<'a>(
+        &'a self,
+        namespace: &'a [String],
+        step: u64,
+        event: nested::Nested,
+    ) -> futures::future::BoxFuture<'a, Result<(), GraphError>>;
+
+    /// The modes the stream was asked for.
+    fn modes(&self) -> StreamModes;
 
     /// Whether `messages` events are wanted, so a model reply is worth streaming.
-    fn streams_messages(&self) -> bool;
+    fn streams_messages(&self) -> bool {
+        self.modes().contains(StreamMode::Messages)
+    }
 }
 
 /// Where a streamed run's events go.
 pub(crate) struct Sink<S: State> {
     pub(crate) modes: StreamModes,
-    run_id: u64,
-    tx: mpsc::Sender<Event<S>>,
-    /// Events nodes wrote while the channel was full; sent, in order, at the next step boundary.
-    overflow: Mutex<VecDeque<Event<S>>>,
+    out: Out<S>,
+}
+
+enum Out<S: State> {
+    /// The stream's channel: this is the graph that was run.
+    Channel {
+        run_id: u64,
+        tx: mpsc::Sender<Event<S>>,
+        /// Events nodes wrote while the channel was full; sent, in order, at the next step
+        /// boundary.
+        overflow: Mutex<VecDeque<Event<S>>>,
+    },
+    /// A subgraph's events, passed up to the graph that runs it under `namespace`.
+    Relay { up: SharedWriter, namespace: Vec<String> },
 }
 
 impl<S: State> Sink<S> {
     pub(crate) fn new(modes: StreamModes, run_id: u64, tx: mpsc::Sender<Event<S>>) -> Self {
-        Self { modes, run_id, tx, overflow: Mutex::new(VecDeque::new()) }
+        Self { modes, out: Out::Channel { run_id, tx, overflow: Mutex::new(VecDeque::new()) } }
     }
 
-    fn event(&self, step: u64, kind: EventKind<S>) -> Event<S> {
-        Event { run_id: self.run_id, step, namespace: Vec::new(), kind }
+    /// The sink of a subgraph run at `namespace` inside the run that writes to `up`: it takes
+    /// the modes `up` takes, step events only with [`StreamMode::Subgraphs`].
+    pub(crate) fn relay(up: SharedWriter, namespace: Vec<String>) -> Self {
+        let modes = up.modes();
+        let modes = if modes.contains(StreamMode::Subgraphs) {
+            modes
+        } else {
+            StreamModes(modes.0 & (StreamMode::Custom as u8 | StreamMode::Messages as u8))
+        };
+        Self { modes, out: Out::Relay { up, namespace } }
     }
 
     /// Sends a step event, waiting while the consumer is behind. A consumer that went away
     /// ends the run: the error is never seen, since nobody listens.
     pub(crate) async fn send(&self, step: u64, kind: EventKind<S>) -> Result<(), GraphError> {
-        self.flush().await?;
-        self.tx.send(self.event(step, kind)).await.map_err(|_| GraphError::StreamClosed)
+        match &self.out {
+            Out::Channel { run_id, tx, .. } => {
+                self.flush().await?;
+                let event = Event { run_id: *run_id, step, namespace: Vec::new(), kind };
+                tx.send(event).await.map_err(|_| GraphError::StreamClosed)
+            }
+            Out::Relay { up, namespace } => match nested::Nested::of(kind) {
+                Some(event) => up.forward(namespace, step, event).await,
+                None => Ok(()),
+            },
+        }
     }
 
     async fn flush(&self) -> Result<(), GraphError> {
+        let Out::Channel { tx, overflow, .. } = &self.out else { return Ok(()) };
         loop {
-            let next = self.overflow.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
+            let next = overflow.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
             let Some(event) = next else { return Ok(()) };
-            self.tx.send(event).await.map_err(|_| GraphError::StreamClosed)?;
+            tx.send(event).await.map_err(|_| GraphError::StreamClosed)?;
         }
     }
 
     /// Sends the terminal event.
     pub(crate) async fn finish(&self, step: u64, kind: EventKind<S>) {
         let _ = self.flush().await;
-        let _ = self.tx.send(self.event(step, kind)).await;
+        if let Out::Channel { run_id, tx, .. } = &self.out {
+            let _ = tx.send(Event { run_id: *run_id, step, namespace: Vec::new(), kind }).await;
+        }
     }
 }
 
 impl<S: State> NodeWriter for Sink<S> {
-    fn streams_messages(&self) -> bool {
-        self.modes.contains(StreamMode::Messages)
+    fn modes(&self) -> StreamModes {
+        self.modes
     }
 
-    fn write(&self, node: &str, step: u64, written: Written) {
-        let kind = match written {
-            Written::Custom(value) if self.modes.contains(StreamMode::Custom) => {
-                EventKind::Custom { node: node.to_owned(), value }
+    fn write_nested(&self, inner: &[String], node: &str, step: u64, written: Written) {
+        let (run_id, tx, overflow) = match &self.out {
+            Out::Channel { run_id, tx, overflow } => (*run_id, tx, overflow),
+            Out::Relay { up, namespace } => {
+                let path: Vec<String> = namespace.iter().chain(inner).cloned().collect();
+                return up.write_nested(&path, node, step, written);
             }
+        };
+        let node = node.to_owned();
+        let kind = match written {
+            Written::Custom(value) if self.modes.contains(StreamMode::Custom) => EventKind::Custom { node, value },
             Written::Message { message_id, delta } if self.modes.contains(StreamMode::Messages) => {
-                EventKind::Message { node: node.to_owned(), message_id, delta }
+                EventKind::Message { node, message_id, delta }
             }
             Written::ToolCall { message_id, index, id, name, arguments }
                 if self.modes.contains(StreamMode::Messages) =>
             {
-                EventKind::ToolCallDelta { node: node.to_owned(), message_id, index, id, name, arguments }
+                EventKind::ToolCallDelta { node, message_id, index, id, name, arguments }
             }
             _ => return,
         };
-        let event = self.event(step, kind);
-        let mut overflow = self.overflow.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let event = Event { run_id, step, namespace: inner.to_vec(), kind };
+        let mut overflow = overflow.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if overflow.is_empty() {
-            if let Err(mpsc::error::TrySendError::Full(event)) = self.tx.try_send(event) {
+            if let Err(mpsc::error::TrySendError::Full(event)) = tx.try_send(event) {
                 overflow.push_back(event);
             }
         } else {
             overflow.push_back(event);
         }
+    }
+
+    fn forward<'a>(
+        &'a self,
+        inner: &'a [String],
+        step: u64,
+        event: nested::Nested,
+    ) -> futures::future::BoxFuture<'a, Result<(), GraphError>> {
+        Box::pin(async move {
+            match &self.out {
+                Out::Channel { run_id, tx, .. } => {
+                    self.flush().await?;
+                    let event = Event { run_id: *run_id, step, namespace: inner.to_vec(), kind: event.into_kind() };
+                    tx.send(event).await.map_err(|_| GraphError::StreamClosed)
+                }
+                Out::Relay { up, namespace } => {
+                    let path: Vec<String> = namespace.iter().chain(inner).cloned().collect();
+                    up.forward(&path, step, event).await
+                }
+            }
+        })
     }
 }
 

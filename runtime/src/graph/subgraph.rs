@@ -1,0 +1,406 @@
+//! A compiled graph run as a node of another graph.
+//!
+//! The subgraph's state is made from the parent's when its node runs, and given back as an
+//! update when the subgraph finishes. On a thread, the subgraph checkpoints in the parent's
+//! checkpointer under a key of its own: the parent's key, then the node, the checkpoint its task
+//! runs from and the task's position. A task that runs again (after an interrupt, a crash or a
+//! failure) finds the subgraph's checkpoints there and continues it instead of starting over.
+
+use super::compiled::CompiledGraph;
+use super::node_spec::{NodeResult, NodeSpec, PayloadType, Shape, take_payload};
+use crate::checkpoint::Checkpointer;
+use crate::command::{RunCommand, RunInput};
+use crate::config::RunConfig;
+use crate::error::{BuildError, GraphError, NodeError};
+use crate::interrupt::{Interrupt, Resume};
+use crate::node::{NodeOutput, SendPayload};
+use crate::pregel;
+use crate::runtime::{RunShared, Runtime, Storage};
+use crate::state::State;
+use crate::stream::{SharedWriter, Sink};
+use std::sync::{Arc, Mutex};
+
+/// Separates the parent's key from a subgraph's namespace in the keys subgraph checkpoints are
+/// stored under. A control character: no thread id a person chooses ends up containing it.
+pub(crate) const NAMESPACE_SEPARATOR: char = '\u{1f}';
+
+/// How a subgraph's state is made from its parent's state, and what it gives back.
+///
+/// Implemented for a subgraph whose state is the parent's own (by `#[state]`: the subgraph starts
+/// from the parent's state, and every field it ends with is written back), and for any pair of
+/// types with `impl From<&Parent> for Child` and `impl From<Child> for ParentUpdate`:
+///
+/// ```
+/// use graphwright::prelude::*;
+///
+/// #[state]
+/// pub struct Parent {
+///     pub question: String,
+///     pub answer: String,
+/// }
+///
+/// #[state]
+/// pub struct Research {
+///     pub topic: String,
+///     pub notes: Vec<String>,
+/// }
+///
+/// impl From<&Parent> for Research {
+///     fn from(parent: &Parent) -> Self {
+///         Research { topic: parent.question.clone(), notes: Vec::new() }
+///     }
+/// }
+///
+/// impl From<Research> for ParentUpdate {
+///     fn from(research: Research) -> Self {
+///         ParentUpdate::new().answer(research.notes.join("; "))
+///     }
+/// }
+///
+/// fn look_up(state: &Research) -> ResearchUpdate {
+///     ResearchUpdate::new().notes(vec![format!("{} is well documented", state.topic)])
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Report> {
+/// let research = StateGraph::<Research>::new().add_node("look_up", look_up).add_edge(START, "look_up");
+/// let app = StateGraph::<Parent>::new()
+///     .add_subgraph("research", research.add_edge("look_up", END))
+///     .add_edge(START, "research")
+///     .add_edge("research", END)
+///     .compile()?;
+/// let out = app.invoke(ParentUpdate::new().question("serde".to_owned()), &RunConfig::default()).await?;
+/// assert_eq!(out.state.answer, "serde is well documented");
+/// # Ok(())
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "the state of this subgraph, `{Self}`, does not map to and from the state `{P}`",
+    label = "a subgraph of this graph must start from its state and give back its update",
+    note = "use the same `#[state]` type, or implement `From<&{P}> for {Self}` and `From<{Self}>` for the \
+            update of `{P}`"
+)]
+pub trait SubgraphState<P: State>: State {
+    /// The subgraph's state when its node starts, from the parent's.
+    fn enter(parent: &P) -> Self;
+    /// What the parent takes from the subgraph's final state.
+    fn leave(self) -> P::Update;
+}
+
+impl<P: State, C: State> SubgraphState<P> for C
+where
+    C: for<'a> From<&'a P>,
+    P::Update: From<C>,
+{
+    fn enter(parent: &P) -> Self {
+        C::from(parent)
+    }
+
+    fn leave(self) -> P::Update {
+        P::Update::from(self)
+    }
+}
+
+/// An update that sets every field to a state's value, past the fields' reducers: how a
+/// subgraph on a thread is given its first state, whatever its reducers do with a write.
+/// `#[state]` implements it.
+pub trait FullUpdate: State {
+    /// The update that makes any state equal to `self`.
+    fn full_update(self) -> Self::Update;
+}
+
+/// What [`StateGraph::add_subgraph`](crate::StateGraph::add_subgraph) takes: a compiled graph,
+/// or a builder it compiles with the parent (its wiring errors are the parent's).
+pub trait IntoSubgraph<S: State, C> {
+    /// Compiles the graph if needed.
+    ///
+    /// # Errors
+    /// The subgraph's own wiring errors.
+    fn into_subgraph(self) -> Result<CompiledGraph<S, C>, BuildError>;
+}
+
+impl<S: State, C> IntoSubgraph<S, C> for CompiledGraph<S, C> {
+    fn into_subgraph(self) -> Result<CompiledGraph<S, C>, BuildError> {
+        Ok(self)
+    }
+}
+
+impl<S: State, C: Send + Sync + 'static> IntoSubgraph<S, C> for crate::StateGraph<S, C> {
+    fn into_subgraph(self) -> Result<CompiledGraph<S, C>, BuildError> {
+        self.compile()
+    }
+}
+
+/// A subgraph that failed, as the error of the node that ran it.
+#[derive(Debug, thiserror::Error)]
+#[error("subgraph `{graph}` failed: {source}")]
+pub struct SubgraphError {
+    /// The subgraph's name.
+    pub graph: String,
+    /// What went wrong inside it.
+    #[source]
+    pub source: GraphError,
+}
+
+/// The node that runs `child` from the state.
+pub(crate) fn node<P, CS, C>(child: CompiledGraph<CS, C>) -> NodeSpec<P, C>
+where
+    P: State,
+    CS: SubgraphState<P> + FullUpdate,
+    C: Send + Sync + 'static,
+{
+    let child = Arc::new(Child { graph: child, views: Mutex::default() });
+    let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
+    let mut spec = NodeSpec::asynchronous(Shape::Update, None, move |parent: &P, rt: &Runtime<C>, _| {
+        let child = Arc::clone(&child);
+        Box::pin(async move { child.run(|| CS::enter(parent), CS::leave, rt).await })
+    });
+    spec.subgraph = Some(inspect);
+    spec
+}
+
+/// The node that runs `child` from each Send payload of type `T` it receives.
+pub(crate) fn payload_node<P, T, CS, C>(child: CompiledGraph<CS, C>) -> NodeSpec<P, C>
+where
+    P: State,
+    T: SendPayload,
+    CS: FullUpdate + for<'a> From<&'a T>,
+    P::Update: From<CS>,
+    C: Send + Sync + 'static,
+{
+    let child = Arc::new(Child { graph: child, views: Mutex::default() });
+    let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
+    let takes = Some(PayloadType::of::<T>());
+    let mut spec = NodeSpec::asynchronous(Shape::Update, takes, move |_: &P, rt: &Runtime<C>, input| {
+        let child = Arc::clone(&child);
+        Box::pin(async move {
+            let payload = take_payload::<T>(input, rt.node())?;
+            child.run(|| CS::from(payload), P::Update::from, rt).await
+        })
+    });
+    spec.subgraph = Some(inspect);
+    spec
+}
+
+/// The key a subgraph run by task `task` of checkpoint `checkpoint` stores under, inside the run
+/// whose key is `parent` (the same key the running task makes from its runtime).
+pub(crate) fn key(parent: &str, node: &str, checkpoint: &str, task: u32) -> String {
+    format!("{parent}{NAMESPACE_SEPARATOR}{}", segment(node, checkpoint, task))
+}
+
+/// The namespace segment of the subgraph run by task `task` of `checkpoint`, running `node`.
+fn segment(node: &str, checkpoint: &str, task: u32) -> String {
+    format!("{node}:{checkpoint}:{task}")
+}
+
+/// Reading a subgraph's checkpoints without knowing its state type.
+pub(crate) trait Inspect: Send + Sync {
+    /// The subgraph's state under `key` in `saver`, with its own subgraphs', if it has one.
+    fn snapshot<'a>(
+        &'a self,
+        saver: &'a Arc<dyn Checkpointer>,
+        key: String,
+        namespace: Vec<String>,
+    ) -> futures::future::BoxFuture<'a, Result<Option<SubgraphSnapshot>, GraphError>>;
+}
+
+/// A subgraph's state as [`CompiledGraph::get_state_with_subgraphs`] shows it, inside the
+/// [`PendingTask`](crate::PendingTask) that runs it. Its state and updates are JSON: their types
+/// are the subgraph's.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct SubgraphSnapshot {
+    /// Where it sits: one `node:checkpoint:task` segment per level, outermost first (as
+    /// [`Event::namespace`](crate::Event::namespace) names it).
+    pub namespace: Vec<String>,
+    /// The subgraph's state.
+    pub state: serde_json::Value,
+    /// Its nodes that run next.
+    pub next: Vec<String>,
+    /// Its tasks, each with the subgraph it runs in turn, if any.
+    pub tasks: Vec<crate::PendingTask<serde_json::Value>>,
+    /// Its checkpoint.
+    pub checkpoint_id: String,
+    /// The interrupts waiting inside it.
+    pub interrupts: Vec<Interrupt>,
+}
+
+impl<CS: State, C: Send + Sync + 'static> Inspect for Child<CS, C> {
+    fn snapshot<'a>(
+        &'a self,
+        saver: &'a Arc<dyn Checkpointer>,
+        key: String,
+        namespace: Vec<String>,
+    ) -> futures::future::BoxFuture<'a, Result<Option<SubgraphSnapshot>, GraphError>> {
+        Box::pin(async move {
+            let graph = self.bound_to(saver);
+            let cfg = RunConfig::<C>::thread(key);
+            let Some(snapshot) = graph.snapshot_nested(&cfg, &namespace).await? else { return Ok(None) };
+            let json = |value: &dyn erased::Json| value.json();
+            let tasks = snapshot
+                .tasks
+                .into_iter()
+                .map(|task| crate::PendingTask {
+                    node: task.node,
+                    index: task.index,
+                    result: task.result.as_ref().map(|r| json(r)),
+                    error: task.error,
+                    interrupts: task.interrupts,
+                    subgraph: task.subgraph,
+                })
+                .collect();
+            Ok(Some(SubgraphSnapshot {
+                namespace,
+                state: json(&snapshot.state),
+                next: snapshot.next,
+                tasks,
+                checkpoint_id: snapshot.checkpoint_id,
+                interrupts: snapshot.interrupts,
+            }))
+        })
+    }
+}
+
+mod erased {
+    /// A value shown as JSON in a snapshot.
+    pub(super) trait Json {
+        fn json(&self) -> serde_json::Value;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> serde_json::Value {
+            crate::pregel::codec::to_json(self)
+                .unwrap_or_else(|e| serde_json::Value::String(format!("unserializable value: {e}")))
+        }
+    }
+}
+
+struct Child<CS: State, C> {
+    graph: CompiledGraph<CS, C>,
+    /// The graph bound to the checkpointers of the graphs that ran it (a subgraph keeps its
+    /// checkpoints where its parent keeps its own).
+    views: Mutex<Vec<CompiledGraph<CS, C>>>,
+}
+
+impl<CS: State, C: Send + Sync + 'static> Child<CS, C> {
+    /// The graph storing in `saver`: itself, or a copy bound to `saver`, made once per saver.
+    fn bound_to(&self, saver: &Arc<dyn Checkpointer>) -> CompiledGraph<CS, C> {
+        let same =
+            |graph: &CompiledGraph<CS, C>| std::ptr::addr_eq(Arc::as_ptr(&graph.inner().saver), Arc::as_ptr(saver));
+        if same(&self.graph) {
+            return self.graph.clone();
+        }
+        let mut views = self.views.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(view) = views.iter().find(|v| same(v)) {
+            return view.clone();
+        }
+        let view = self.graph.with_saver(Arc::clone(saver));
+        views.push(view.clone());
+        view
+    }
+}
+
+impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
+    /// Runs the subgraph for the task `rt` belongs to: from `enter()` the first time, from
+    /// where it stopped when the task runs again; its final state goes back through `leave`.
+    async fn run<P: State>(
+        &self,
+        enter: impl FnOnce() -> CS,
+        leave: fn(CS) -> P::Update,
+        rt: &Runtime<C>,
+    ) -> NodeResult<P> {
+        let segment = match &rt.checkpoint {
+            Some(checkpoint) => segment(rt.node(), checkpoint, rt.task.index),
+            None => segment(rt.node(), &format!("step{}", rt.step()), rt.task.index),
+        };
+        let sink = rt.run.writer.as_ref().map(|up| Arc::new(Sink::<CS>::relay(Arc::clone(up), vec![segment.clone()])));
+        let storage = rt.run.storage.as_ref().map(|s| Storage {
+            saver: Arc::clone(&s.saver),
+            key: format!("{}{NAMESPACE_SEPARATOR}{segment}", s.key).into(),
+            durability: s.durability,
+        });
+        let graph = match &storage {
+            Some(storage) => self.bound_to(&storage.saver),
+            None => self.graph.clone(),
+        };
+        let inner = graph.inner();
+        let mut namespace = rt.run.namespace.clone();
+        namespace.push(segment);
+        let shared = Arc::new(RunShared {
+            context: Arc::clone(&rt.run.context),
+            thread_id: rt.run.thread_id.clone(),
+            run_id: rt.run.run_id,
+            node_names: Arc::clone(&inner.node_names),
+            store: inner.store.clone().or_else(|| rt.run.store.clone()),
+            writer: sink.clone().map(|s| s as SharedWriter),
+            log: rt.run.log.clone(),
+            meter: Arc::clone(&rt.run.meter),
+            storage: storage.clone(),
+            namespace,
+        });
+        let limit = inner.recursion_limit;
+        let result = match storage {
+            None => Box::pin(pregel::execute(inner, enter(), shared, limit, sink.as_deref(), true)).await,
+            Some(storage) => {
+                let input = start_or_continue(&graph, &storage.key, enter, rt).await?;
+                let run = pregel::execute_on_thread(
+                    inner,
+                    input,
+                    shared,
+                    limit,
+                    storage.key,
+                    storage.durability,
+                    None,
+                    sink.as_deref(),
+                );
+                Box::pin(run).await
+            }
+        };
+        let out = result.map_err(|halt| SubgraphError { graph: graph.name().to_owned(), source: halt.into_error() })?;
+        if let Some(interrupt) = out.interrupts.into_iter().next() {
+            // Reported as the parent node's, numbered after the answers the task already has,
+            // so `resume`'s answer reaches this task when it runs again.
+            let call = rt.answers.as_ref().map_or(0, |a| a.len() as u32);
+            let Interrupt { id, value, .. } = interrupt;
+            return Err(NodeError::interrupted(Interrupt {
+                id,
+                node: rt.node().to_owned(),
+                value,
+                task: rt.task.index,
+                call,
+            }));
+        }
+        Ok(NodeOutput::update(leave(out.state)))
+    }
+}
+
+/// The input of a subgraph's run under `key`: `enter()`, the parent's state mapped, when the task runs it
+/// for the first time; otherwise a command continuing it, with the answer the task was given
+/// for the subgraph's interrupt.
+async fn start_or_continue<CS, C>(
+    graph: &CompiledGraph<CS, C>,
+    key: &Arc<str>,
+    enter: impl FnOnce() -> CS,
+    rt: &Runtime<C>,
+) -> Result<RunInput<CS>, NodeError>
+where
+    CS: FullUpdate,
+    C: Send + Sync + 'static,
+{
+    let saver = &graph.inner().saver;
+    if saver.get(key, None).await.map_err(GraphError::from)?.is_none() {
+        return Ok(RunInput::Update(enter().full_update()));
+    }
+    let answer = match rt.answers.as_deref().and_then(<[_]>::last) {
+        None => Resume::Continue,
+        Some(answer) => {
+            let cfg = RunConfig::<C>::thread(Arc::clone(key));
+            let pending = graph.get_state(&cfg).await?.and_then(|s| s.interrupts.into_iter().next());
+            match pending {
+                Some(interrupt) => Resume::by_id([(interrupt.id, answer.clone())]),
+                None => Resume::Continue,
+            }
+        }
+    };
+    Ok(RunInput::Command(RunCommand::resume(answer)))
+}

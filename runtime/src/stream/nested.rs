@@ -1,0 +1,54 @@
+//! A subgraph's step events on their way up to the stream of the graph that was run: the
+//! subgraph's state type is not the stream's, so its states and updates travel as JSON.
+
+use super::EventKind;
+use crate::checkpoint::Source;
+use crate::state::State;
+use serde_json::Value;
+
+/// A step event of a subgraph, free of its state type.
+pub(crate) enum Nested {
+    Values(Value),
+    Update { node: String, update: Value },
+    TaskStarted { node: String, task: u32 },
+    TaskFinished { node: String, task: u32, error: Option<String>, interrupted: bool },
+    Checkpoint { id: String, step: i64, source: Source },
+}
+
+impl Nested {
+    /// The event as the graph above sees it; `None` for kinds a subgraph run never sends up
+    /// (its end is the end of the task that ran it).
+    pub(crate) fn of<S: State>(kind: EventKind<S>) -> Option<Self> {
+        Some(match kind {
+            EventKind::Values(state) => Self::Values(json(&state)),
+            EventKind::Update { node, update } => Self::Update { node, update: json(&update) },
+            EventKind::SubgraphValues(value) => Self::Values(value),
+            EventKind::SubgraphUpdate { node, update } => Self::Update { node, update },
+            EventKind::TaskStarted { node, task } => Self::TaskStarted { node, task },
+            EventKind::TaskFinished { node, task, error, interrupted, .. } => {
+                Self::TaskFinished { node, task, error, interrupted }
+            }
+            EventKind::Checkpoint { id, step, source } => Self::Checkpoint { id, step, source },
+            _ => return None,
+        })
+    }
+
+    /// The event in the vocabulary of a graph whose state is `S`.
+    pub(crate) fn into_kind<S: State>(self) -> EventKind<S> {
+        match self {
+            Self::Values(value) => EventKind::SubgraphValues(value),
+            Self::Update { node, update } => EventKind::SubgraphUpdate { node, update },
+            Self::TaskStarted { node, task } => EventKind::TaskStarted { node, task },
+            Self::TaskFinished { node, task, error, interrupted } => {
+                EventKind::TaskFinished { node, task, error, interrupted, result: None }
+            }
+            Self::Checkpoint { id, step, source } => EventKind::Checkpoint { id, step, source },
+        }
+    }
+}
+
+/// A state or update as JSON; one that cannot be encoded shows why instead (the run's own
+/// checkpoint reports that failure where it matters).
+fn json(value: &impl serde::Serialize) -> Value {
+    crate::pregel::codec::to_json(value).unwrap_or_else(|e| Value::String(format!("unserializable value: {e}")))
+}
