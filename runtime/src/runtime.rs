@@ -183,8 +183,7 @@ impl<C> Runtime<C> {
     /// partial results, anything a watcher wants to see before the step ends.
     pub fn write(&self, value: impl Serialize) {
         if let Some(writer) = &self.run.writer {
-            let value = crate::pregel::codec::to_json(&value)
-                .unwrap_or_else(|e| Value::String(format!("unserializable value: {e}")));
+            let value = crate::pregel::codec::to_json_shown(&value);
             writer.write(self.node(), self.step(), crate::stream::Written::Custom(value));
         }
     }

@@ -6,18 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 here=runtime/benches/composition
-lock=runtime/benches/models/requirements.lock.txt
-target=${CARGO_TARGET_DIR:-target}
-venv=$target/bench-cache/lg-models
 
 ours=$(cargo bench -q -p graphwright --bench composition)
 echo "$ours"
 
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$lock" "$venv/requirements.lock.txt"; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --no-deps -r "$lock"
-    cp "$lock" "$venv/requirements.lock.txt"
-fi
+venv=$(runtime/benches/langgraph_venv.sh)
 theirs=$("$venv/bin/python" "$here/subgraphs_langgraph.py")
 echo "$theirs"
 

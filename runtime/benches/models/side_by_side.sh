@@ -8,16 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 here=runtime/benches/models
 target=${CARGO_TARGET_DIR:-target}
-venv=$target/bench-cache/lg-models
 
 ours=$(cargo bench -q -p graphwright --bench models)
 echo "$ours"
 
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$here/requirements.lock.txt" "$venv/requirements.lock.txt"; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --no-deps -r "$here/requirements.lock.txt"
-    cp "$here/requirements.lock.txt" "$venv/requirements.lock.txt"
-fi
+venv=$(runtime/benches/langgraph_venv.sh)
 
 # An aimock server of its own for the baseline (the bench installed aimock into the test cache).
 log=$(mktemp)

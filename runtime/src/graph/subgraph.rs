@@ -15,6 +15,7 @@ use crate::error::{BuildError, GraphError, NodeError};
 use crate::interrupt::{Interrupt, Resume};
 use crate::node::{NodeOutput, SendPayload};
 use crate::pregel;
+use crate::pregel::codec::to_json_shown;
 use crate::runtime::{RunShared, Runtime, Storage};
 use crate::state::State;
 use crate::stream::{SharedWriter, Sink};
@@ -22,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 /// Separates the parent's key from a subgraph's namespace in the keys subgraph checkpoints are
 /// stored under. A control character: no thread id a person chooses ends up containing it.
-pub(crate) const NAMESPACE_SEPARATOR: char = '\u{1f}';
+const NAMESPACE_SEPARATOR: char = '\u{1f}';
 
 /// How a subgraph's state is made from its parent's state, and what it gives back.
 ///
@@ -182,14 +183,14 @@ where
     spec
 }
 
-/// The key a subgraph run by task `task` of checkpoint `checkpoint` stores under, inside the run
-/// whose key is `parent` (the same key the running task makes from its runtime).
-pub(crate) fn key(parent: &str, node: &str, checkpoint: &str, task: u32) -> String {
-    format!("{parent}{NAMESPACE_SEPARATOR}{}", segment(node, checkpoint, task))
+/// The key the subgraph at namespace segment `segment` stores under, inside the run whose key
+/// is `parent`.
+pub(crate) fn key(parent: &str, segment: &str) -> String {
+    format!("{parent}{NAMESPACE_SEPARATOR}{segment}")
 }
 
 /// The namespace segment of the subgraph run by task `task` of `checkpoint`, running `node`.
-fn segment(node: &str, checkpoint: &str, task: u32) -> String {
+pub(crate) fn segment(node: &str, checkpoint: &str, task: u32) -> String {
     format!("{node}:{checkpoint}:{task}")
 }
 
@@ -236,14 +237,13 @@ impl<CS: State, C: Send + Sync + 'static> Inspect for Child<CS, C> {
             let graph = self.bound_to(saver);
             let cfg = RunConfig::<C>::thread(key);
             let Some(snapshot) = graph.snapshot_nested(&cfg, &namespace).await? else { return Ok(None) };
-            let json = |value: &dyn erased::Json| value.json();
             let tasks = snapshot
                 .tasks
                 .into_iter()
                 .map(|task| crate::PendingTask {
                     node: task.node,
                     index: task.index,
-                    result: task.result.as_ref().map(|r| json(r)),
+                    result: task.result.as_ref().map(to_json_shown),
                     error: task.error,
                     interrupts: task.interrupts,
                     subgraph: task.subgraph,
@@ -251,27 +251,13 @@ impl<CS: State, C: Send + Sync + 'static> Inspect for Child<CS, C> {
                 .collect();
             Ok(Some(SubgraphSnapshot {
                 namespace,
-                state: json(&snapshot.state),
+                state: to_json_shown(&snapshot.state),
                 next: snapshot.next,
                 tasks,
                 checkpoint_id: snapshot.checkpoint_id,
                 interrupts: snapshot.interrupts,
             }))
         })
-    }
-}
-
-mod erased {
-    /// A value shown as JSON in a snapshot.
-    pub(super) trait Json {
-        fn json(&self) -> serde_json::Value;
-    }
-
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> serde_json::Value {
-            crate::pregel::codec::to_json(self)
-                .unwrap_or_else(|e| serde_json::Value::String(format!("unserializable value: {e}")))
-        }
     }
 }
 
@@ -316,7 +302,7 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
         let sink = rt.run.writer.as_ref().map(|up| Arc::new(Sink::<CS>::relay(Arc::clone(up), vec![segment.clone()])));
         let storage = rt.run.storage.as_ref().map(|s| Storage {
             saver: Arc::clone(&s.saver),
-            key: format!("{}{NAMESPACE_SEPARATOR}{segment}", s.key).into(),
+            key: key(&s.key, &segment).into(),
             durability: s.durability,
         });
         let graph = match &storage {

@@ -151,9 +151,10 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         for task in &mut snapshot.tasks {
             let Some(&node) = graph.node_index.get(task.node.as_str()) else { continue };
             let Some(inspect) = &graph.nodes[node as usize].subgraph else { continue };
-            let key = super::subgraph::key(&thread, &task.node, &snapshot.checkpoint_id, task.index);
+            let segment = super::subgraph::segment(&task.node, &snapshot.checkpoint_id, task.index);
+            let key = super::subgraph::key(&thread, &segment);
             let mut path = namespace.to_vec();
-            path.push(key.rsplit(super::subgraph::NAMESPACE_SEPARATOR).next().unwrap_or_default().to_owned());
+            path.push(segment);
             task.subgraph = inspect.snapshot(&graph.saver, key, path).await?.map(Box::new);
         }
         Ok(Some(snapshot))

@@ -3,6 +3,7 @@
 
 use super::EventKind;
 use crate::checkpoint::Source;
+use crate::pregel::codec::to_json_shown;
 use crate::state::State;
 use serde_json::Value;
 
@@ -20,8 +21,8 @@ impl Nested {
     /// (its end is the end of the task that ran it).
     pub(crate) fn of<S: State>(kind: EventKind<S>) -> Option<Self> {
         Some(match kind {
-            EventKind::Values(state) => Self::Values(json(&state)),
-            EventKind::Update { node, update } => Self::Update { node, update: json(&update) },
+            EventKind::Values(state) => Self::Values(to_json_shown(&state)),
+            EventKind::Update { node, update } => Self::Update { node, update: to_json_shown(&update) },
             EventKind::SubgraphValues(value) => Self::Values(value),
             EventKind::SubgraphUpdate { node, update } => Self::Update { node, update },
             EventKind::TaskStarted { node, task } => Self::TaskStarted { node, task },
@@ -45,10 +46,4 @@ impl Nested {
             Self::Checkpoint { id, step, source } => EventKind::Checkpoint { id, step, source },
         }
     }
-}
-
-/// A state or update as JSON; one that cannot be encoded shows why instead (the run's own
-/// checkpoint reports that failure where it matters).
-fn json(value: &impl serde::Serialize) -> Value {
-    crate::pregel::codec::to_json(value).unwrap_or_else(|e| Value::String(format!("unserializable value: {e}")))
 }

@@ -112,6 +112,12 @@ pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<serde_json::Va
     value.serialize(Bounded { inner: serde_json::value::Serializer, left: &left }).map_err(|e| e.to_string())
 }
 
+/// A value as JSON for someone to look at (a stream event, a snapshot of a subgraph): one that
+/// cannot be encoded shows why instead.
+pub(crate) fn to_json_shown<T: Serialize + ?Sized>(value: &T) -> serde_json::Value {
+    to_json(value).unwrap_or_else(|e| serde_json::Value::String(format!("unserializable value: {e}")))
+}
+
 /// Decodes a value from exactly `bytes` (trailing bytes are an error).
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     let mut rest = bytes;
