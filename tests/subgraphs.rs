@@ -358,3 +358,15 @@ async fn a_subgraph_that_does_not_compile_fails_the_parent_compile() {
     assert!(error.to_string().contains("subgraph `inner` does not compile"), "{error}");
     assert!(error.to_string().contains("nowhere"), "{error}");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_interrupt_in_a_subgraph_without_a_thread_is_an_error_naming_the_node() {
+    let error =
+        desk::graph().compile().unwrap().invoke(desk::State::default(), &RunConfig::default()).await.unwrap_err();
+    let GraphError::Node { node, .. } = &error else { panic!("{error}") };
+    assert_eq!(node, "research");
+    let text = format!("{error:#}");
+    assert!(text.contains("subgraph `research` failed"), "{text}");
+    let inner = std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default();
+    assert!(inner.contains("ask"), "the innermost node is named: {inner}");
+}
