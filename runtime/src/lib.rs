@@ -77,6 +77,7 @@ pub mod message;
 pub mod model;
 pub mod node;
 pub mod policy;
+pub mod prebuilt;
 pub(crate) mod pregel;
 pub mod reducer;
 mod report;
@@ -118,7 +119,7 @@ pub use runtime::Runtime;
 pub use state::{Overwrite, State, Update, Write};
 pub use store::{InMemoryStore, Store, StoreError};
 pub use stream::{Event, EventKind, RunStream, StreamMode, StreamModes};
-pub use tool::{Tool, ToolError, ToolNode, ToolRuntime, tools_condition};
+pub use tool::{Tool, ToolError, ToolNode, ToolRuntime, ToolSet, tools_condition};
 
 /// The JSON crate this crate's API speaks (tool schemas and arguments, interrupt payloads),
 /// re-exported so that `graphwright::serde_json::Value` is always the version it uses.
@@ -146,7 +147,7 @@ pub mod prelude {
         Report, Resume, RetryPolicy, Role, Route, RunCommand, RunConfig, RunStatus, Runtime, START, State, StateGraph,
         StreamMode, Update, graph, json, node, start, state,
     };
-    pub use crate::{Tool, ToolCall, ToolError, ToolNode, ToolRuntime, tool, tools, tools_condition};
+    pub use crate::{Tool, ToolCall, ToolError, ToolNode, ToolRuntime, ToolSet, tool, tools, tools_condition};
 }
 
 /// Support for generated code. Not a public API: it changes without notice.

@@ -68,8 +68,9 @@ pub struct StateGraph<S: State, C = ()> {
     interrupt_after: Vec<String>,
     /// Node policies by node name, applied when the graph is linked.
     policies: HashMap<String, NodePolicy>,
-    /// Subgraphs given as builders that did not compile, reported by `compile`.
-    subgraph_errors: Vec<String>,
+    /// Problems found while the graph was put together (a subgraph that did not compile, a
+    /// prebuilt agent's bad option), reported by `compile`.
+    early_errors: Vec<String>,
 }
 
 struct Entry<S: State, C> {
@@ -118,7 +119,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             policies: HashMap::new(),
-            subgraph_errors: Vec::new(),
+            early_errors: Vec::new(),
         }
     }
 
@@ -160,7 +161,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         match child.into_subgraph() {
             Ok(child) => self.add_spec(name, super::subgraph::node(child)),
             Err(error) => {
-                self.subgraph_errors.push(format!("subgraph `{name}` does not compile: {error}"));
+                self.early_errors.push(format!("subgraph `{name}` does not compile: {error}"));
                 self
             }
         }
@@ -181,7 +182,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         match child.into_subgraph() {
             Ok(child) => self.add_spec(name, super::subgraph::payload_node::<S, P, CS, C>(child)),
             Err(error) => {
-                self.subgraph_errors.push(format!("subgraph `{name}` does not compile: {error}"));
+                self.early_errors.push(format!("subgraph `{name}` does not compile: {error}"));
                 self
             }
         }
@@ -220,8 +221,28 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         R: Route<State = S>,
         F: Fn(&S) -> R + Send + Sync + 'static,
     {
-        let router = Router { targets: R::TARGETS, pick: Arc::new(move |state: &S| router(state).index()) };
+        let targets = R::TARGETS.iter().map(|t| std::borrow::Cow::Borrowed(*t)).collect();
+        let router = Router { targets, pick: Arc::new(move |state: &S| router(state).index()) };
         self.routers.push((from.into(), router));
+        self
+    }
+
+    /// Records a problem that `compile` reports.
+    pub(crate) fn invalid(mut self, problem: String) -> Self {
+        self.early_errors.push(problem);
+        self
+    }
+
+    /// A router whose targets are known only when the graph is built (the prebuilt agents'
+    /// hand-offs): `pick` returns an index into `targets`, and must stay below its length.
+    pub(crate) fn add_router_among(
+        mut self,
+        from: impl Into<String>,
+        targets: Vec<String>,
+        pick: super::compiled::RouterFn<S>,
+    ) -> Self {
+        let targets = targets.into_iter().map(std::borrow::Cow::Owned).collect();
+        self.routers.push((from.into(), Router { targets, pick }));
         self
     }
 
@@ -343,7 +364,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     pub fn compile(mut self) -> Result<CompiledGraph<S, C>, BuildError> {
         let index: HashMap<String, usize> =
             self.nodes.iter().enumerate().rev().map(|(i, e)| (e.name.to_string(), i)).collect();
-        let mut invalid = std::mem::take(&mut self.subgraph_errors);
+        let mut invalid = std::mem::take(&mut self.early_errors);
         self.check_endpoints(&index, &mut invalid);
         self.check_shapes(&index, &mut invalid);
         if !invalid.is_empty() {
@@ -377,13 +398,13 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         }
         for (from, router) in &self.routers {
             if from == START {
-                for target in router.targets {
+                for target in &router.targets {
                     if let Some(i) = position(target) {
                         nodes[i].entry = true;
                     }
                 }
             } else if let Some(i) = position(from) {
-                nodes[i].next.extend(router.targets.iter().copied());
+                nodes[i].next.extend(router.targets.iter().map(|t| &**t));
             }
         }
         for (to, _, _) in &self.start_sends {
@@ -440,10 +461,10 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             }
         }
         for (_, router) in self.routers.iter().filter(|(f, _)| f == START) {
-            if router.targets.contains(&END) {
+            if router.targets.iter().any(|t| t == END) {
                 invalid.push("a router from START must lead to nodes, not to END".to_owned());
             }
-            for target in router.targets.iter().filter(|t| **t != END && !index.contains_key(**t)) {
+            for target in router.targets.iter().filter(|t| *t != END && !index.contains_key(&***t)) {
                 let near = graphwright_wiring::closest(target, self.nodes.iter().map(|e| &*e.name));
                 let hint = near.map(|n| format!("; did you mean `{n}`?")).unwrap_or_default();
                 invalid.push(format!("the router from START leads to no node named `{target}`{hint}"));
@@ -476,7 +497,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             }
         }
         for (_, router) in &self.routers {
-            pulled.extend(router.targets.iter().copied());
+            pulled.extend(router.targets.iter().map(|t| &**t));
         }
         let mut sends: HashMap<&str, Vec<&str>> = HashMap::new();
         for (from, to) in &self.sends {

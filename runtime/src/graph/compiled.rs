@@ -43,7 +43,7 @@ pub(crate) struct Start<S> {
 
 /// A router as the builder holds it: its targets by name.
 pub(crate) struct Router<S> {
-    pub(crate) targets: &'static [&'static str],
+    pub(crate) targets: Vec<std::borrow::Cow<'static, str>>,
     pub(crate) pick: RouterFn<S>,
 }
 

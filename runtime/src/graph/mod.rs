@@ -16,7 +16,7 @@ pub use run_output::{RunFailure, RunOutput, RunStatus};
 pub use subgraph::{FullUpdate, IntoSubgraph, SubgraphError, SubgraphSnapshot, SubgraphState};
 pub use threads::{PendingTask, StateSnapshot};
 
-pub(crate) use compiled::{CompiledNode, Inner, Target};
+pub(crate) use compiled::{CompiledNode, Inner, RouterFn, Target};
 pub(crate) use node_spec::Action;
 pub(crate) use run_output::{Halt, complete};
 

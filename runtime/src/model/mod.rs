@@ -255,6 +255,16 @@ pub trait ChatModel: Send + Sync + 'static {
     }
 }
 
+/// Makes one call of `model` with `settings` in place of its own (an agent's tools bound).
+pub(crate) async fn respond_with(
+    model: &dyn ChatModel,
+    messages: &[Message],
+    settings: &ModelSettings,
+    rt: &dyn CallContext,
+) -> Result<ModelReply, ModelError> {
+    call::respond(model, messages, settings, rt.model_scope()).await
+}
+
 impl std::fmt::Debug for dyn ChatModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.provider(), self.model())

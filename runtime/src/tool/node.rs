@@ -139,19 +139,29 @@ impl ToolNode {
         S: Clone + Send + Sync + 'static,
         C: Send + Sync + 'static,
     {
-        if !messages.last().is_some_and(Message::has_tool_calls) {
-            return Vec::new();
+        match messages.last() {
+            Some(last) if last.has_tool_calls() => {
+                let env = self.env_for(&last.tool_calls, state, rt);
+                self.run_calls(&last.tool_calls, &env).await
+            }
+            _ => Vec::new(),
         }
-        // The state is copied for the tools only when a called tool can read it.
-        let calls = messages.last().map_or(&[][..], |m| m.tool_calls.as_slice());
+    }
+
+    /// What tools running `calls` inside a graph see: the state (copied only when a called tool
+    /// can read it), the run's context and store.
+    pub(crate) fn env_for<S, C>(&self, calls: &[ToolCall], state: &S, rt: &Runtime<C>) -> ToolEnv
+    where
+        S: Clone + Send + Sync + 'static,
+        C: Send + Sync + 'static,
+    {
         let reads = calls.iter().any(|call| self.tools.get(&call.name).is_none_or(|tool| tool.reads_runtime()));
         let env = if reads { ToolEnv::new().state(state.clone()) } else { ToolEnv::new() };
         let env = env.shared_context(Arc::clone(&rt.run.context));
-        let env = match &rt.run.store {
+        match &rt.run.store {
             Some(store) => env.store(Arc::clone(store)),
             None => env,
-        };
-        self.run_in(messages, &env).await
+        }
     }
 
     /// [`ToolNode::run`] outside a graph: the tools see `env`'s state and context.
