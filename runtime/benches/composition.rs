@@ -7,12 +7,29 @@
 //! - `nested_subgraphs_3_levels_memory`: the nested graph on a thread with a `MemorySaver`
 //!   (each level checkpoints in its own namespace).
 //!
-//! `runtime/benches/composition/side_by_side.sh` runs this and LangGraph's nested subgraphs
-//! (`subgraphs_langgraph.py`) in one go. Prints one JSON object per line.
+//! - `react_agent_scripted`: `react_agent` over a scripted model that asks for a tool three
+//!   times, one call each, then answers: four model calls, three tool calls, seven steps.
+//!
+//! `runtime/benches/composition/side_by_side.sh` runs this and LangGraph's nested subgraphs and
+//! `create_react_agent` (`subgraphs_langgraph.py`, `react_agent_langgraph.py`) in one go.
+//! Prints one JSON object per line.
 
+use graphwright::model::ScriptedModel;
+use graphwright::prebuilt::{MessagesState, react_agent};
 use graphwright::prelude::*;
 use serde_json::json;
 use std::time::Instant;
+
+const AGENT_INVOKES: u32 = 1_000;
+
+/// Ticks to `n`.
+#[tool]
+fn tick(
+    /// The number reached.
+    n: u32,
+) -> String {
+    format!("tick={n}")
+}
 
 const RUNS: usize = 5;
 const INVOKES: u32 = 2_000;
@@ -79,6 +96,15 @@ async fn measure(name: &str, app: &CompiledGraph<Count>, thread: bool) -> f64 {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    // `cargo bench --bench composition -- react` runs the benches whose names contain `react`.
+    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    // The agent runs first, before the thread bench below fills the heap with stored threads.
+    if only.as_deref().is_none_or(|f| "react_agent_scripted".contains(f)) {
+        react_agent_scripted().await;
+    }
+    if only.is_some() {
+        return;
+    }
     let nested = level(1).compile().unwrap();
     let flat = flat().compile().unwrap();
     let nested_us = measure("nested_subgraphs_3_levels", &nested, false).await;
@@ -86,4 +112,37 @@ async fn main() {
     println!("{}", json!({"name": "nested_over_flat", "ratio": nested_us / flat_us}));
     let saved = level(1).checkpointer(MemorySaver::new()).compile().unwrap();
     measure("nested_subgraphs_3_levels_memory", &saved, true).await;
+}
+
+/// The scripted turn of one invoke: three rounds of one tool call, then the answer.
+fn script(model: &ScriptedModel) {
+    for n in 1..=3 {
+        let call = ToolCall::new(format!("call_{n}"), "tick", json!({"n": n}));
+        model.push(Message::assistant("").with_tool_calls(vec![call]));
+    }
+    model.push(Message::assistant("Counted to three."));
+}
+
+async fn react_agent_scripted() {
+    let model = ScriptedModel::new(Vec::<Message>::new());
+    let app = react_agent(model.clone(), tools![Tick]).compile().unwrap();
+    let mut samples = Vec::with_capacity(RUNS);
+    let mut ok = true;
+    for round in 0..=RUNS {
+        let start = Instant::now();
+        for _ in 0..AGENT_INVOKES {
+            script(&model);
+            let out = app.invoke(MessagesState::new([Message::user("tick to three")]), &RunConfig::default()).await;
+            ok &= out.is_ok_and(|o| o.state.messages.len() == 8 && o.state.messages[6].content == "tick=3");
+        }
+        if round > 0 {
+            samples.push(start.elapsed().as_secs_f64());
+        }
+    }
+    let wall = median(samples);
+    let per_invoke_us = wall / f64::from(AGENT_INVOKES) * 1e6;
+    println!(
+        "{}",
+        json!({"name": "react_agent_scripted", "wall_s": wall, "units": AGENT_INVOKES, "per_unit_us": per_invoke_us, "ok": ok})
+    );
 }

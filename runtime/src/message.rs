@@ -199,7 +199,10 @@ impl Message {
     }
 }
 
-/// A new message id: a random UUID, as LangGraph gives.
+/// A new message id: a random (version 4) UUID, as LangGraph gives. The bits come from a
+/// thread-local generator seeded from the OS, not a system call per id: ids only need to be
+/// unique, and a model reply or tool answer gets one each.
 pub(crate) fn fresh_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    let bytes = fastrand::u128(..).to_le_bytes();
+    uuid::Builder::from_random_bytes(bytes).into_uuid().to_string()
 }

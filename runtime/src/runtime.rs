@@ -54,6 +54,8 @@ pub struct Runtime<C = ()> {
     /// The checkpoint the task runs from, for interrupt ids.
     pub(crate) checkpoint: Option<Arc<str>>,
     pub(crate) interrupt_calls: AtomicU32,
+    /// The results of the task's finished calls (durable tool calls), kept across its attempts.
+    pub(crate) results: Option<Arc<crate::pregel::calls::CallResults>>,
 }
 
 /// What every task of one run shares.
@@ -123,6 +125,7 @@ impl Runtime<()> {
             answers: None,
             checkpoint: None,
             interrupt_calls: AtomicU32::new(0),
+            results: None,
         }
     }
 }

@@ -147,9 +147,12 @@ pub(crate) async fn resume<S: State, C>(
     let mut planner = Planner::new(graph);
     planner.restore(&body.deferred, std::mem::take(&mut body.joins));
     let mut tasks = body.next;
-    for (task, answers) in tasks.iter_mut().zip(&stored.answers) {
+    for ((task, answers), results) in tasks.iter_mut().zip(&stored.answers).zip(&mut stored.results) {
         if !answers.is_empty() {
             task.answers = Some(answers.values().cloned().collect());
+        }
+        if !results.is_empty() {
+            task.results = Some(Arc::new(std::mem::take(results)));
         }
     }
     Ok(Prepared::Run(Box::new(Begin {
@@ -251,6 +254,7 @@ pub(crate) async fn branch<S: State, C>(
     let count = next.len();
     for task in &mut next {
         task.answers = None;
+        task.results = None;
     }
     let markers: Vec<u32> = (0..count as u32).collect();
     let mut tagged: Vec<(Task, Option<u32>)> = next.into_iter().zip(markers.into_iter().map(Some)).collect();
@@ -294,6 +298,9 @@ pub(crate) async fn branch<S: State, C>(
             }
             for (call, answer) in &stored.answers[old] {
                 carried.push((task, record::answer_index(*call), record::encode_answer(answer)?));
+            }
+            for (slot, (key, result)) in &stored.results[old] {
+                carried.push((task, record::result_index(*slot), record::encode_result(key, result)?));
             }
         }
     }

@@ -26,6 +26,8 @@ pub(crate) struct Stored<S: State> {
     pub(crate) interrupts: Vec<BTreeMap<u32, (Interrupt, u32)>>,
     /// Per task: answers given, by call index.
     pub(crate) answers: Vec<BTreeMap<u32, Value>>,
+    /// Per task: results of finished calls (durable tool calls), by slot, with their keys.
+    pub(crate) results: Vec<BTreeMap<u32, (String, Value)>>,
     /// The run's input, on an input checkpoint, with its check.
     pub(crate) input: Option<(S::Update, u32)>,
     /// Outcomes of the attempts at the step, by number.
@@ -59,6 +61,7 @@ impl<S: State> Stored<S> {
             outputs: (0..tasks).map(|_| None).collect(),
             interrupts: vec![BTreeMap::new(); tasks],
             answers: vec![BTreeMap::new(); tasks],
+            results: vec![BTreeMap::new(); tasks],
             input: None,
             outcomes: BTreeMap::new(),
             checks: HashMap::with_capacity(writes.len()),
@@ -81,6 +84,9 @@ impl<S: State> Stored<S> {
                 }
                 Decoded::Outcome(outcome) => {
                     stored.outcomes.insert(write.index, outcome);
+                }
+                Decoded::Result(key, value) => {
+                    stored.results[task].insert(write.index & !record::result_index(0), (key, value));
                 }
             }
         }
@@ -253,7 +259,7 @@ async fn fold<S: State, C>(
         match record::decode_write(graph, thread, write, parent_body)? {
             Decoded::Input(update) => updates.push(update),
             Decoded::Output(output) => updates.push(*output.update),
-            Decoded::Interrupt { .. } | Decoded::Answer(_) | Decoded::Outcome(_) => {
+            Decoded::Interrupt { .. } | Decoded::Answer(_) | Decoded::Outcome(_) | Decoded::Result(..) => {
                 return Err(at
                     .corrupt("folded", format!("write {}.{} holds no update", entry.task, entry.index))
                     .into());

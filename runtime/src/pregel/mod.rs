@@ -8,6 +8,7 @@
 //! thread adds persistence at the step boundaries (see `persist`), and nothing else.
 
 mod begin;
+pub(crate) mod calls;
 pub(crate) mod codec;
 mod events;
 mod load;
@@ -134,6 +135,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
     let Start { mut state, mut tasks, mut saved, mut planner, mut step, resumed, initial_values } = start;
     let mut slots: Vec<Option<NodeOutput<S>>> = Vec::new();
     let mut ran = 0;
+    let call_store = persist.as_ref().and_then(Persist::call_store);
     // Events go out through boxed futures: only streamed runs pay for room for them.
     if let Some(sink) = sink.filter(|s| initial_values && s.modes.contains(StreamMode::Values)) {
         Box::pin(sink.send(step, EventKind::Values(state.clone()))).await?;
@@ -157,7 +159,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             slots.append(&mut saved);
         }
         let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
-        let at = task::At { step, checkpoint: checkpoint.as_ref() };
+        let at = task::At { step, checkpoint: checkpoint.as_ref(), calls: call_store.as_ref() };
         if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
             Box::pin(events::tasks_started(graph, sink, step, &tasks)).await?;
         }

@@ -106,11 +106,18 @@ impl Drop for Held {
 
 /// The background writer of `Durability::Async`: one task that stores records in order.
 struct Writer {
-    queue: mpsc::Sender<(BatchOp, Option<OwnedSemaphorePermit>)>,
+    queue: WriteQueue,
     /// One permit per checkpoint queued or being stored.
     steps: Arc<Semaphore>,
     task: JoinHandle<Result<(), CheckpointError>>,
 }
+
+/// What the background writer stores, in order: each op with the permit of the checkpoint it
+/// holds, if it holds one.
+pub(crate) type WriteQueue = mpsc::Sender<QueuedOp>;
+
+/// One entry of the background writer's queue.
+pub(crate) type QueuedOp = (BatchOp, Option<OwnedSemaphorePermit>);
 
 /// The persistence side of one run.
 pub(crate) struct Persist {
@@ -204,6 +211,17 @@ impl Persist {
     /// The checkpoint whose tasks run next.
     pub(crate) fn current(&self) -> &Arc<str> {
         &self.current
+    }
+
+    /// Where tasks store their finished calls' results: nowhere under `Exit`, where a crash
+    /// loses the run's steps anyway.
+    pub(crate) fn call_store(&self) -> Option<super::calls::CallStore> {
+        (self.durability != Durability::Exit).then(|| super::calls::CallStore {
+            saver: Arc::clone(&self.saver),
+            claim: self.claim.clone(),
+            thread: Arc::clone(&self.thread),
+            queue: self.writer.as_ref().map(|w| w.queue.downgrade()),
+        })
     }
 
     /// Continues from checkpoint `id` of step `step`, where outputs, interrupts and outcomes

@@ -26,6 +26,15 @@ pub(crate) const OUTPUT_INDEX: u32 = 0;
 /// The task index under which a step's outcome records are stored (one per pause or failure).
 pub(crate) const OUTCOME_TASK: u32 = u32::MAX;
 
+/// The first write index of the results of a task's finished calls (durable tool calls): far
+/// above the indices of interrupts and answers, which count up from 1.
+const RESULT_BASE: u32 = 1 << 31;
+
+/// The write index of the result of a task's call in `slot`.
+pub(crate) fn result_index(slot: u32) -> u32 {
+    RESULT_BASE | (slot & !RESULT_BASE)
+}
+
 /// The write index of a task's `n`-th interrupt.
 pub(crate) fn interrupt_index(call: u32) -> u32 {
     1 + 2 * call
@@ -42,6 +51,7 @@ mod kind {
     pub(super) const INTERRUPT: u64 = 2;
     pub(super) const ANSWER: u64 = 3;
     pub(super) const OUTCOME: u64 = 4;
+    pub(super) const RESULT: u64 = 5;
 }
 
 /// Where a decoding error is reported.
@@ -231,7 +241,7 @@ pub(crate) fn decode_body<S: State, C>(
                 return Err(at.corrupt(format!("{field}.payload"), format!("node `{name}` needs a payload")));
             }
         };
-        next.push(Task { node, payload, answers: None });
+        next.push(Task { node, payload, answers: None, results: None });
     }
     let input_pending = input.flag("input_pending").map_err(fail)?;
     let count = input.array("deferred").map_err(fail)?;
@@ -361,6 +371,15 @@ pub(crate) fn encode_answer(answer: &Value) -> Result<Vec<u8>, GraphError> {
     Ok(out.bytes)
 }
 
+/// Encodes the result of a finished call (keyed by the call's id) of a task that is still running.
+pub(crate) fn encode_result(key: &str, value: &Value) -> Result<Vec<u8>, GraphError> {
+    let mut out = Out::with_capacity(64);
+    out.uint(kind::RESULT);
+    out.text(key);
+    codec::encode(&mut out.bytes, value).map_err(|e| unstorable(format!("the result of call `{key}`"), e))?;
+    Ok(out.bytes)
+}
+
 /// How a step that did not complete ended, as stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ending {
@@ -410,9 +429,14 @@ pub(crate) fn encode_outcome(outcome: &Outcome) -> Vec<u8> {
 pub(crate) enum Decoded<S: State> {
     Input(S::Update),
     Output(NodeOutput<S>),
-    Interrupt { outcome: u32, interrupt: Interrupt },
+    Interrupt {
+        outcome: u32,
+        interrupt: Interrupt,
+    },
     Answer(Value),
     Outcome(Outcome),
+    /// The result of a finished call, with the call's key.
+    Result(String, Value),
 }
 
 /// Decodes stored write `record` of the checkpoint whose body is `body`, verifying its integrity
@@ -456,6 +480,13 @@ pub(crate) fn decode_write<S: State, C>(
                 return Err(place.wrong("an answer to an interrupt"));
             }
             Ok(Decoded::Answer(codec::decode(input.rest()).map_err(|e| place.field("answer", e))?))
+        }
+        kind::RESULT => {
+            if index & RESULT_BASE == 0 || place.node_of(graph, body).is_none() {
+                return Err(place.wrong("the result of a call"));
+            }
+            let key = input.text("key").map_err(|e| place.fail(e))?.to_owned();
+            Ok(Decoded::Result(key, codec::decode(input.rest()).map_err(|e| place.field("result", e))?))
         }
         kind::OUTCOME => {
             if task != OUTCOME_TASK {

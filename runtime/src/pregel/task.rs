@@ -12,6 +12,7 @@ use crate::stream::Sink;
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
@@ -23,15 +24,17 @@ pub(crate) struct Task {
     pub(crate) payload: Option<Box<dyn Any + Send + Sync>>,
     /// Answers to the task's interrupts, when it resumes after a pause.
     pub(crate) answers: Option<Arc<[serde_json::Value]>>,
+    /// Results of calls an earlier run of the task finished (durable tool calls), by slot.
+    pub(crate) results: Option<Arc<BTreeMap<u32, (String, serde_json::Value)>>>,
 }
 
 impl Task {
     pub(crate) fn pull(node: u32) -> Self {
-        Self { node, payload: None, answers: None }
+        Self { node, payload: None, answers: None, results: None }
     }
 
     pub(crate) fn send(node: u32, payload: Box<dyn Any + Send + Sync>) -> Self {
-        Self { node, payload: Some(payload), answers: None }
+        Self { node, payload: Some(payload), answers: None, results: None }
     }
 }
 
@@ -134,6 +137,8 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
 pub(crate) struct At<'a> {
     pub(crate) step: u64,
     pub(crate) checkpoint: Option<&'a Arc<str>>,
+    /// Where finished calls inside the tasks are stored, on a thread whose steps are stored.
+    pub(crate) calls: Option<&'a super::calls::CallStore>,
 }
 
 /// Runs one task under its node's retry and timeout policies.
@@ -148,6 +153,10 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
     let node = &graph.nodes[task.node as usize];
     let step = at.step;
     let mut attempt = 1;
+    // Only a task that can run again needs its calls' results: one on a stored thread, one
+    // resumed with results, or one its policy retries.
+    let results = (at.calls.is_some() || task.results.is_some() || !node.policy.retry.is_empty())
+        .then(|| Arc::new(super::calls::CallResults::new(task.results.as_ref(), at.calls, at.checkpoint, index)));
     loop {
         let rt = Runtime {
             run: Arc::clone(run),
@@ -155,6 +164,7 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
             answers: task.answers.clone(),
             checkpoint: at.checkpoint.cloned(),
             interrupt_calls: AtomicU32::new(0),
+            results: results.clone(),
         };
         let span = tracing::info_span!(
             "node",

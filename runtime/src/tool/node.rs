@@ -29,6 +29,11 @@ use std::time::Duration;
 /// so a provider that reuses call ids across turns never makes one turn's answers replace
 /// another's.
 ///
+/// Inside a graph's task, every call is durable: its tool message is stored as a write of the
+/// task as soon as the call finishes, so when the task runs again (the process died between two
+/// calls, the node paused after them, a retry) a finished call is answered from storage and
+/// never runs twice.
+///
 /// In a `#[graph]` module, call it from the tools node and write its messages back:
 ///
 /// ```
@@ -157,7 +162,8 @@ impl ToolNode {
     {
         let reads = calls.iter().any(|call| self.tools.get(&call.name).is_none_or(|tool| tool.reads_runtime()));
         let env = if reads { ToolEnv::new().state(state.clone()) } else { ToolEnv::new() };
-        let env = env.shared_context(Arc::clone(&rt.run.context));
+        let mut env = env.shared_context(Arc::clone(&rt.run.context));
+        env.results.clone_from(&rt.results);
         match &rt.run.store {
             Some(store) => env.store(Arc::clone(store)),
             None => env,

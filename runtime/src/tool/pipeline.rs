@@ -27,10 +27,41 @@ pub(crate) async fn run_all(node: &ToolNode, calls: &[ToolCall], env: &ToolEnv) 
             let first = *first_use.entry(call.id.as_str()).or_insert(index);
             let duplicate_of = (first != index).then_some(first);
             let span = tracing::info_span!("tool", tool = %call.name, tool_call_id = %call.id, index);
-            run_one(node, index, call, duplicate_of, env).instrument(span)
+            durable_one(node, index, call, duplicate_of, env).instrument(span)
         })
         .collect();
     futures::future::join_all(runs).await
+}
+
+/// One call inside a graph's task: answered from its stored result when an earlier run of the
+/// task finished it, otherwise run, and its answer stored as soon as it is known (see
+/// `pregel::calls`). The slot is the call's position in `calls`, the key its id.
+async fn durable_one(
+    node: &ToolNode,
+    index: usize,
+    call: &ToolCall,
+    duplicate_of: Option<usize>,
+    env: &ToolEnv,
+) -> Message {
+    let Some(results) = &env.results else { return run_one(node, index, call, duplicate_of, env).await };
+    let slot = u32::try_from(index).unwrap_or(u32::MAX);
+    if let Some(saved) = results.get(slot, &call.id) {
+        match serde_json::from_value::<Message>(saved) {
+            Ok(message) => {
+                tracing::debug!("answered from the call's stored result");
+                return message;
+            }
+            Err(error) => tracing::warn!(%error, "a stored call result is not a message; running the call again"),
+        }
+    }
+    let message = run_one(node, index, call, duplicate_of, env).await;
+    if duplicate_of.is_none() {
+        match serde_json::to_value(&message) {
+            Ok(value) => results.put(slot, &call.id, value).await,
+            Err(error) => tracing::warn!(%error, "could not keep the call's result"),
+        }
+    }
+    message
 }
 
 async fn run_one(

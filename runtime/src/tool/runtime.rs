@@ -181,6 +181,8 @@ pub struct ToolEnv {
     state: Arc<Erased>,
     context: Arc<Erased>,
     store: Option<Arc<dyn Store>>,
+    /// The results of the task's finished calls, when the tools run inside a graph's task.
+    pub(crate) results: Option<Arc<crate::pregel::calls::CallResults>>,
 }
 
 impl Default for ToolEnv {
@@ -193,7 +195,7 @@ impl ToolEnv {
     /// State `()` and context `()`.
     #[must_use]
     pub fn new() -> Self {
-        Self { state: Arc::new(()), context: Arc::new(()), store: None }
+        Self { state: Arc::new(()), context: Arc::new(()), store: None, results: None }
     }
 
     /// Sets the store tools reach through [`ToolRuntime::store`].
