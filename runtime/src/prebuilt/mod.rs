@@ -3,7 +3,7 @@
 //!
 //! Each is an ordinary graph, built with the same builder as a hand-written one: it
 //! checkpoints on a thread, pauses for review and resumes, streams, and is a subgraph of a
-//! larger graph. Models and tools are the ones of [`crate::model`] and [`crate::tool`]; the
+//! larger graph. Models and tools are the ones of [`crate::model`] and [`crate::tool`](mod@crate::tool); the
 //! states are [`MessagesState`] and [`SwarmState`].
 
 mod error;
