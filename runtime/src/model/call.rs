@@ -74,6 +74,10 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
         span.record("cached_tokens", reply.usage.cached_tokens);
         span.record("cost", reply.usage.cost);
         scope.meter.charge(reply.usage)?;
+        if let Some(writer) = scope.writer.filter(|_| watched) {
+            let id = reply.message.id.clone().unwrap_or_default();
+            writer.write(scope.node, scope.step, Written::Usage { message_id: id, usage: reply.usage });
+        }
         Ok(reply)
     });
     if let Some(log) = scope.log {

@@ -22,7 +22,10 @@ use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod app;
 pub(crate) mod nested;
+
+pub use app::{APP_MODES, AppEvent, AppEvents};
 
 /// What a stream reports, as LangGraph's stream modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,6 +63,18 @@ impl StreamModes {
     #[must_use]
     pub fn contains(self, mode: StreamMode) -> bool {
         self.0 & mode as u8 == mode as u8
+    }
+
+    /// The set holding `mode` (usable in constants).
+    #[must_use]
+    pub const fn of(mode: StreamMode) -> Self {
+        Self(mode as u8)
+    }
+
+    /// The set with `mode` added (usable in constants).
+    #[must_use]
+    pub const fn with(self, mode: StreamMode) -> Self {
+        Self(self.0 | mode as u8)
     }
 }
 
@@ -151,6 +166,24 @@ pub enum EventKind<S: State> {
         /// More of the arguments' JSON text.
         arguments: String,
     },
+    /// `custom`: what happened to a tool call a [`ToolNode`](crate::ToolNode) runs in the node:
+    /// started (with its redacted arguments), progress the tool wrote, finished (with its
+    /// redacted result), under the model's call id.
+    Tool {
+        /// The node running the call.
+        node: String,
+        /// What happened.
+        event: crate::tool::ToolEvent,
+    },
+    /// `messages`: what a model call in the node used, once its reply `message_id` is complete.
+    Usage {
+        /// The node that made the call.
+        node: String,
+        /// The reply.
+        message_id: String,
+        /// Its tokens and cost.
+        usage: crate::model::Usage,
+    },
     /// `tasks`: a task started.
     TaskStarted {
         /// The node.
@@ -237,6 +270,13 @@ impl<S: State> fmt::Debug for EventKind<S> {
                 .field("name", name)
                 .field("arguments", arguments)
                 .finish(),
+            Self::Tool { node, event } => f.debug_struct("Tool").field("node", node).field("event", event).finish(),
+            Self::Usage { node, message_id, usage } => f
+                .debug_struct("Usage")
+                .field("node", node)
+                .field("message_id", message_id)
+                .field("usage", usage)
+                .finish(),
             Self::TaskStarted { node, task } => {
                 f.debug_struct("TaskStarted").field("node", node).field("task", task).finish()
             }
@@ -271,6 +311,8 @@ pub(crate) enum Written {
     Custom(Value),
     Message { message_id: String, delta: String },
     ToolCall { message_id: String, index: u32, id: Option<String>, name: Option<String>, arguments: String },
+    Tool(crate::tool::ToolEvent),
+    Usage { message_id: String, usage: crate::model::Usage },
 }
 
 /// The part of a sink that nodes (and subgraphs run by nodes) write to: not generic over the
@@ -393,6 +435,10 @@ impl<S: State> NodeWriter for Sink<S> {
                 if self.modes.contains(StreamMode::Messages) =>
             {
                 EventKind::ToolCallDelta { node, message_id, index, id, name, arguments }
+            }
+            Written::Tool(event) if self.modes.contains(StreamMode::Custom) => EventKind::Tool { node, event },
+            Written::Usage { message_id, usage } if self.modes.contains(StreamMode::Messages) => {
+                EventKind::Usage { node, message_id, usage }
             }
             _ => return,
         };

@@ -78,14 +78,35 @@ pub(crate) struct CallScope {
     pub(crate) name: Arc<str>,
     pub(crate) sink: Option<EventSink>,
     pub(crate) redact: Option<Redactor>,
+    /// The run's stream, when the node runs in a run streamed with `custom`.
+    pub(crate) stream: Option<StreamTap>,
+}
+
+/// Where a tool node inside a streamed run puts its events: the run's stream, as the node's.
+#[derive(Clone)]
+pub(crate) struct StreamTap {
+    pub(crate) writer: crate::stream::SharedWriter,
+    pub(crate) node: Arc<str>,
+    pub(crate) step: u64,
 }
 
 impl CallScope {
-    /// Emits `event` if the node has a sink.
+    /// Emits `event` to the node's sink and the run's stream, where they are.
     pub(crate) fn emit(&self, event: ToolEvent) {
-        if let Some(sink) = &self.sink {
-            sink(event);
+        match (&self.sink, &self.stream) {
+            (Some(sink), Some(tap)) => {
+                tap.writer.write(&tap.node, tap.step, crate::stream::Written::Tool(event.clone()));
+                sink(event);
+            }
+            (Some(sink), None) => sink(event),
+            (None, Some(tap)) => tap.writer.write(&tap.node, tap.step, crate::stream::Written::Tool(event)),
+            (None, None) => {}
         }
+    }
+
+    /// Whether anything receives the events.
+    pub(crate) fn is_watched(&self) -> bool {
+        self.sink.is_some() || self.stream.is_some()
     }
 
     /// `text` through the redaction hook.
@@ -116,7 +137,8 @@ fn redact_strings(value: Value, redact: &(dyn Fn(&str) -> String + Send + Sync))
 
 /// A tool's way to report progress while it runs (a search that found its first hits, a
 /// download at 40 %). The tool node forwards each write as a [`ToolEvent::Progress`] to its
-/// sink, after redaction; without a sink, writes go nowhere. Reach it with
+/// sink and, in a run streamed with `custom`, to the run's stream, after redaction; with
+/// neither, writes go nowhere. Reach it with
 /// [`ToolRuntime::writer`](super::ToolRuntime::writer).
 #[derive(Clone)]
 pub struct ToolWriter {
@@ -132,7 +154,7 @@ impl ToolWriter {
 
     /// Reports `data`. A value that cannot be written as JSON is reported as its error text.
     pub fn write(&self, data: impl Serialize) {
-        let Some(scope) = self.scope.as_ref().filter(|s| s.sink.is_some()) else {
+        let Some(scope) = self.scope.as_ref().filter(|s| s.is_watched()) else {
             return;
         };
         let data =
@@ -148,7 +170,7 @@ impl ToolWriter {
     /// Whether writes reach a sink.
     #[must_use]
     pub fn is_connected(&self) -> bool {
-        self.scope.as_ref().is_some_and(|s| s.sink.is_some())
+        self.scope.as_ref().is_some_and(CallScope::is_watched)
     }
 }
 

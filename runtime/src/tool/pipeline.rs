@@ -78,6 +78,7 @@ async fn run_one(
         name: Arc::from(call.name.as_str()),
         sink: node.sink.clone(),
         redact: policy.redact.clone(),
+        stream: env.stream.clone(),
     };
     scope.emit(ToolEvent::Started {
         tool_call_id: call.id.clone(),

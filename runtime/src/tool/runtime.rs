@@ -183,6 +183,8 @@ pub struct ToolEnv {
     store: Option<Arc<dyn Store>>,
     /// The results of the task's finished calls, when the tools run inside a graph's task.
     pub(crate) results: Option<Arc<crate::pregel::calls::CallResults>>,
+    /// The run's stream, when the tools run in a task of a run streamed with `custom`.
+    pub(crate) stream: Option<super::event::StreamTap>,
 }
 
 impl Default for ToolEnv {
@@ -195,7 +197,7 @@ impl ToolEnv {
     /// State `()` and context `()`.
     #[must_use]
     pub fn new() -> Self {
-        Self { state: Arc::new(()), context: Arc::new(()), store: None, results: None }
+        Self { state: Arc::new(()), context: Arc::new(()), store: None, results: None, stream: None }
     }
 
     /// Sets the store tools reach through [`ToolRuntime::store`].
