@@ -277,11 +277,12 @@ impl ReactAgent {
         let mut graph = graph
             .name(self.name.clone())
             .recursion_limit(2 * u64::from(self.step_limit) + 4)
-            .add_spec(AGENT_NODE, agent_node(Arc::clone(&parts)))
+            .add_spec(AGENT_NODE, node(Arc::clone(&parts), Step::Model))
             .add_edge(crate::START, AGENT_NODE);
         let done = if parts.response.is_some() { STRUCTURE_NODE } else { END };
         if parts.response.is_some() {
-            graph = graph.add_spec(STRUCTURE_NODE, structure_node(Arc::clone(&parts))).add_edge(STRUCTURE_NODE, END);
+            graph =
+                graph.add_spec(STRUCTURE_NODE, node(Arc::clone(&parts), Step::Structure)).add_edge(STRUCTURE_NODE, END);
         }
         if !has_tools {
             return graph.add_edge(AGENT_NODE, done);
@@ -295,7 +296,7 @@ impl ReactAgent {
             ));
         }
         let asks = Arc::new(|state: &MessagesState| usize::from(!ends_turn(&state.messages)));
-        graph = graph.add_spec(TOOLS_NODE, tools_node(Arc::clone(&parts))).add_router_among(
+        graph = graph.add_spec(TOOLS_NODE, node(Arc::clone(&parts), Step::Tools)).add_router_among(
             AGENT_NODE,
             vec![done.to_owned(), TOOLS_NODE.to_owned()],
             asks,
@@ -448,35 +449,28 @@ impl Parts {
     }
 }
 
-fn agent_node<C: Send + Sync + 'static>(parts: Arc<Parts>) -> NodeSpec<MessagesState, C> {
-    NodeSpec::asynchronous(
-        Shape::Update,
-        None,
-        move |state: &MessagesState, rt: &Runtime<C>, _| -> NodeFuture<'_, MessagesState> {
-            let parts = Arc::clone(&parts);
-            Box::pin(async move { Ok(NodeOutput::update(parts.call_model(state, rt).await?)) })
-        },
-    )
+/// What one of the agent's nodes does.
+#[derive(Clone, Copy)]
+enum Step {
+    Model,
+    Tools,
+    Structure,
 }
 
-fn tools_node<C: Send + Sync + 'static>(parts: Arc<Parts>) -> NodeSpec<MessagesState, C> {
+fn node<C: Send + Sync + 'static>(parts: Arc<Parts>, step: Step) -> NodeSpec<MessagesState, C> {
     NodeSpec::asynchronous(
         Shape::Update,
         None,
         move |state: &MessagesState, rt: &Runtime<C>, _| -> NodeFuture<'_, MessagesState> {
             let parts = Arc::clone(&parts);
-            Box::pin(async move { Ok(NodeOutput::update(parts.run_tools(state, rt).await?)) })
-        },
-    )
-}
-
-fn structure_node<C: Send + Sync + 'static>(parts: Arc<Parts>) -> NodeSpec<MessagesState, C> {
-    NodeSpec::asynchronous(
-        Shape::Update,
-        None,
-        move |state: &MessagesState, rt: &Runtime<C>, _| -> NodeFuture<'_, MessagesState> {
-            let parts = Arc::clone(&parts);
-            Box::pin(async move { Ok(NodeOutput::update(parts.structure(state, rt).await?)) })
+            Box::pin(async move {
+                let update = match step {
+                    Step::Model => parts.call_model(state, rt).await?,
+                    Step::Tools => parts.run_tools(state, rt).await?,
+                    Step::Structure => parts.structure(state, rt).await?,
+                };
+                Ok(NodeOutput::update(update))
+            })
         },
     )
 }
