@@ -834,4 +834,21 @@ mod tests {
         let (field, _) = field_of(decode_write_of(&write(0, 0, strange.bytes), false));
         assert_eq!(field, "writes[0.0].kind");
     }
+
+    #[test]
+    fn call_results_are_strict_and_keyed_to_their_slot() {
+        let message = json!({"role": "tool", "content": "42", "tool_call_id": "c1"});
+        let stored = encode_result("c1", &message).unwrap();
+        let decoded = decode_write_of(&write(0, result_index(3), stored.clone()), false);
+        assert!(matches!(decoded, Ok(Decoded::Result(key, value)) if key == "c1" && value == message));
+        let (field, reason) = field_of(decode_write_of(&write(0, 5, stored.clone()), false));
+        assert_eq!((field.as_str(), reason.contains("the result of a call")), ("writes[0.5]", true));
+        let (field, _) = field_of(decode_write_of(&write(7, result_index(0), stored.clone()), false));
+        assert_eq!(field, format!("writes[7.{}]", result_index(0)), "a task the checkpoint does not have");
+        let mut truncated = stored;
+        truncated.truncate(3);
+        assert!(decode_write_of(&write(0, result_index(0), truncated), false).is_err());
+        assert_eq!(result_index(0), 1 << 31);
+        assert!(result_index(5) > interrupt_index(1 << 20) && result_index(5) > answer_index(1 << 20));
+    }
 }
