@@ -1,6 +1,7 @@
 //! What a node can reach besides the state: its run's context and where it is in the run.
 
 use crate::error::NodeError;
+use crate::graph::ParentGotoError;
 use crate::interrupt::Interrupt;
 use crate::store::{Store, StoreError};
 use serde::Serialize;
@@ -77,6 +78,9 @@ pub(crate) struct RunShared<C> {
     pub(crate) storage: Option<Storage>,
     /// Where the run sits in nested graphs: empty for the graph that was run.
     pub(crate) namespace: Vec<String>,
+    /// The node of the parent graph a node of this subgraph run asked to go to
+    /// ([`Runtime::goto_parent`]): the run ends after the step that asked.
+    pub(crate) parent_goto: std::sync::OnceLock<String>,
 }
 
 /// Where a run on a thread keeps its checkpoints: a subgraph run by one of its nodes keeps its
@@ -118,6 +122,7 @@ impl Runtime<()> {
             meter: Arc::default(),
             storage: None,
             namespace: Vec::new(),
+            parent_goto: std::sync::OnceLock::new(),
         };
         Self {
             run: Arc::new(run),
@@ -199,6 +204,91 @@ impl<C> Runtime<C> {
                 crate::stream::Written::Message { message_id: message_id.to_owned(), delta: delta.to_owned() };
             writer.write(self.node(), self.step(), written);
         }
+    }
+
+    /// Ends this subgraph's run after the current step and sends the parent graph to its node
+    /// `node` (LangGraph's `Command(goto=.., graph=Command.PARENT)`).
+    ///
+    /// The subgraph's state, with this step's writes, goes back to the parent as usual; the
+    /// parent then runs `node` next instead of following the subgraph node's edges. The
+    /// subgraph node must name its possible targets (`#[node(subgraph, next = a | b)]`, or
+    /// [`StateGraph::add_routed_subgraph`](crate::StateGraph::add_routed_subgraph)), and `node`
+    /// must be one of them; [`END`](crate::END) ends the parent's branch. When several tasks
+    /// of the step ask, the first to ask wins. A graph run on its own has no parent: the call
+    /// fails the node.
+    ///
+    /// ```
+    /// use graphwright::prelude::*;
+    ///
+    /// #[graph]
+    /// mod triage {
+    ///     use graphwright::prelude::*;
+    ///
+    ///     #[state]
+    ///     pub struct State {
+    ///         pub ticket: String,
+    ///     }
+    ///
+    ///     #[node(entry, next = END)]
+    ///     fn classify(state: &State, rt: &Runtime) -> Result<StateUpdate, NodeError> {
+    ///         rt.goto_parent(if state.ticket.contains("refund") { "billing" } else { "support" })?;
+    ///         Ok(StateUpdate::new())
+    ///     }
+    /// }
+    ///
+    /// #[graph]
+    /// mod desk {
+    ///     use graphwright::prelude::*;
+    ///
+    ///     #[state]
+    ///     pub struct State {
+    ///         pub ticket: String,
+    ///         pub handled_by: String,
+    ///     }
+    ///
+    ///     impl From<&State> for super::triage::State {
+    ///         fn from(desk: &State) -> Self {
+    ///             Self { ticket: desk.ticket.clone() }
+    ///         }
+    ///     }
+    ///
+    ///     impl From<super::triage::State> for StateUpdate {
+    ///         fn from(_: super::triage::State) -> Self {
+    ///             StateUpdate::new()
+    ///         }
+    ///     }
+    ///
+    ///     #[node(entry, subgraph, next = billing | support)]
+    ///     fn triage() -> StateGraph<super::triage::State> {
+    ///         super::triage::graph()
+    ///     }
+    ///
+    ///     #[node(next = END)]
+    ///     fn billing(_state: &State) -> StateUpdate {
+    ///         StateUpdate::new().handled_by("billing".to_owned())
+    ///     }
+    ///
+    ///     #[node(next = END)]
+    ///     fn support(_state: &State) -> StateUpdate {
+    ///         StateUpdate::new().handled_by("support".to_owned())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Report> {
+    /// let app = desk::graph().compile()?;
+    /// let input = desk::State { ticket: "refund for order 7".into(), handled_by: String::new() };
+    /// let out = app.invoke(input, &RunConfig::default()).await?;
+    /// assert_eq!(out.state.handled_by, "billing");
+    /// # Ok(()) }
+    /// ```
+    pub fn goto_parent(&self, node: impl Into<String>) -> Result<(), NodeError> {
+        let node = node.into();
+        if self.run.namespace.is_empty() {
+            return Err(ParentGotoError::NoParent { node: self.node().to_owned(), target: node }.into());
+        }
+        let _ = self.run.parent_goto.set(node);
+        Ok(())
     }
 
     /// Pauses the run to ask a person (or another system) for `value`'s answer.

@@ -62,9 +62,12 @@ fn check_send_and_branch(cx: &mut Ctxt, node: &NodeDef) {
 }
 
 /// Rule: a `subgraph` node is a plain fn without parameters that returns the graph; it gives
-/// back an update, so it follows static edges or a router, and it sends nothing.
+/// back an update and follows static edges, a router, or (with `next = a | b` and no router) the
+/// target its subgraph names; it sends nothing.
 fn check_subgraph(cx: &mut Ctxt, node: &NodeDef) {
-    let Some(key) = &node.subgraph else { return };
+    if node.subgraph.is_none() {
+        return;
+    }
     let name = node.name();
     let sig = &node.item.sig;
     if let Some(input) = sig.inputs.first() {
@@ -83,15 +86,6 @@ fn check_subgraph(cx: &mut Ctxt, node: &NodeDef) {
         cx.error_spanned_by(
             &sig.ident,
             format!("subgraph node `{name}` returns the graph it runs: `fn {name}() -> StateGraph<child::State>`"),
-        );
-    }
-    if node.returns_route() {
-        cx.error_spanned_by(
-            key,
-            format!(
-                "subgraph node `{name}` gives back its state, not a route: name a router with `route = fn` to choose \
-                 among `next = a | b`"
-            ),
         );
     }
     if let Some(send) = &node.send {

@@ -353,7 +353,14 @@ fn builder_calls(nodes: &[NodeDef]) -> Vec<TokenStream> {
             // Spanned at the fn's return type: a child whose state does not map to this graph's
             // is reported there.
             let callee = Ident::new(&name, node.return_span());
-            calls.push(quote_spanned!(node.return_span()=> .add_subgraph(#name, #callee())));
+            if node.returns_route() {
+                // `next = a | b` without a router: the subgraph names the target
+                // (`Runtime::goto_parent`), among the generated `{Node}Next`.
+                let route = format_ident!("{}Next", pascal(&name));
+                calls.push(quote_spanned!(node.return_span()=> .add_routed_subgraph::<#route, _, _>(#name, #callee())));
+            } else {
+                calls.push(quote_spanned!(node.return_span()=> .add_subgraph(#name, #callee())));
+            }
             continue;
         }
         let wrapper = format_ident!("__graphwright_node_{}", node.ident());

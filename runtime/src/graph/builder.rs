@@ -167,6 +167,29 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         }
     }
 
+    /// Adds a graph as a node that goes where the subgraph says: a node inside it calls
+    /// [`Runtime::goto_parent`](crate::Runtime::goto_parent) with one of the targets of route
+    /// type `R` (the `{Node}Next` enum `#[graph]` generates for `next = a | b`, or one of your
+    /// own); the subgraph's run ends after that step and this graph runs that target next. A
+    /// subgraph that ends without naming one fails the node
+    /// ([`ParentGotoError::Missing`](crate::ParentGotoError::Missing)).
+    #[must_use]
+    pub fn add_routed_subgraph<R, CS, G>(mut self, name: impl Into<String>, child: G) -> Self
+    where
+        R: Route<State = S>,
+        CS: crate::SubgraphState<S> + crate::FullUpdate,
+        G: crate::IntoSubgraph<CS, C>,
+    {
+        let name = name.into();
+        match child.into_subgraph() {
+            Ok(child) => self.add_spec(name, super::subgraph::routed_node::<S, R, CS, C>(child)),
+            Err(error) => {
+                self.early_errors.push(format!("subgraph `{name}` does not compile: {error}"));
+                self
+            }
+        }
+    }
+
     /// Adds a graph as a node that runs once per Send payload of type `P` it receives (each run
     /// a subgraph of its own, in its own namespace): the subgraph starts from `From<&P>` and its
     /// final state comes back through `From<Child>` for this graph's update.

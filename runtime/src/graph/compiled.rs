@@ -415,6 +415,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 durability: cfg.durability,
             }),
             namespace: Vec::new(),
+            parent_goto: std::sync::OnceLock::new(),
         }))
     }
 }

@@ -13,7 +13,7 @@ pub use compiled::CompiledGraph;
 pub use into_node::{AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode, marker};
 pub use node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};
 pub use run_output::{RunFailure, RunOutput, RunStatus};
-pub use subgraph::{FullUpdate, IntoSubgraph, SubgraphError, SubgraphSnapshot, SubgraphState};
+pub use subgraph::{FullUpdate, IntoSubgraph, ParentGotoError, SubgraphError, SubgraphSnapshot, SubgraphState};
 pub use threads::{PendingTask, StateSnapshot};
 
 pub(crate) use compiled::{CompiledNode, Inner, RouterFn, Target};

@@ -143,6 +143,55 @@ pub struct SubgraphError {
     pub source: GraphError,
 }
 
+/// Why a subgraph's [`Runtime::goto_parent`] could not be followed (the error of the node that
+/// called it, or of the subgraph node).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParentGotoError {
+    /// The graph was run on its own, so there is no parent to go to.
+    #[error(
+        "node `{node}` asked to go to `{target}` in the parent graph, but its graph runs on its own, not as a subgraph"
+    )]
+    NoParent {
+        /// The node that asked.
+        node: String,
+        /// Where it asked to go.
+        target: String,
+    },
+    /// The subgraph node follows its edges, so it cannot go where the subgraph asks.
+    #[error(
+        "the subgraph of node `{node}` asked to go to `{target}`, but `{node}` has no targets to choose from: \
+         declare them with `#[node(subgraph, next = a | b)]` (or `add_routed_subgraph`)"
+    )]
+    Unrouted {
+        /// The subgraph node.
+        node: String,
+        /// Where its subgraph asked to go.
+        target: String,
+    },
+    /// The subgraph asked for a node that is not among the subgraph node's targets.
+    #[error("the subgraph of node `{node}` asked to go to `{target}`, which is not one of its targets ({})", targets.join(", "))]
+    NotATarget {
+        /// The subgraph node.
+        node: String,
+        /// Where its subgraph asked to go.
+        target: String,
+        /// The node's targets.
+        targets: Vec<String>,
+    },
+    /// The subgraph node chooses its next node by the subgraph's request, and none came.
+    #[error(
+        "node `{node}` goes where its subgraph says ({}), but the subgraph ended without calling `goto_parent`",
+        targets.join(", ")
+    )]
+    Missing {
+        /// The subgraph node.
+        node: String,
+        /// The node's targets.
+        targets: Vec<String>,
+    },
+}
+
 /// The node that runs `child` from the state.
 pub(crate) fn node<P, CS, C>(child: CompiledGraph<CS, C>) -> NodeSpec<P, C>
 where
@@ -154,7 +203,26 @@ where
     let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
     let mut spec = NodeSpec::asynchronous(Shape::Update, None, move |parent: &P, rt: &Runtime<C>, _| {
         let child = Arc::clone(&child);
-        Box::pin(async move { child.run(|| CS::enter(parent), CS::leave, rt).await })
+        Box::pin(async move { child.run(|| CS::enter(parent), CS::leave, None, rt).await })
+    });
+    spec.subgraph = Some(inspect);
+    spec
+}
+
+/// The node that runs `child` from the state and goes to the target of `R` the subgraph names
+/// with [`Runtime::goto_parent`].
+pub(crate) fn routed_node<P, R, CS, C>(child: CompiledGraph<CS, C>) -> NodeSpec<P, C>
+where
+    P: State,
+    R: crate::Route<State = P>,
+    CS: SubgraphState<P> + FullUpdate,
+    C: Send + Sync + 'static,
+{
+    let child = Arc::new(Child { graph: child, views: Mutex::default() });
+    let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
+    let mut spec = NodeSpec::asynchronous(Shape::branch::<R>(), None, move |parent: &P, rt: &Runtime<C>, _| {
+        let child = Arc::clone(&child);
+        Box::pin(async move { child.run(|| CS::enter(parent), CS::leave, Some(R::TARGETS), rt).await })
     });
     spec.subgraph = Some(inspect);
     spec
@@ -176,7 +244,7 @@ where
         let child = Arc::clone(&child);
         Box::pin(async move {
             let payload = take_payload::<T>(input, rt.node())?;
-            child.run(|| CS::from(payload), P::Update::from, rt).await
+            child.run(|| CS::from(payload), P::Update::from, None, rt).await
         })
     });
     spec.subgraph = Some(inspect);
@@ -288,11 +356,13 @@ impl<CS: State, C: Send + Sync + 'static> Child<CS, C> {
 
 impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
     /// Runs the subgraph for the task `rt` belongs to: from `enter()` the first time, from
-    /// where it stopped when the task runs again; its final state goes back through `leave`.
+    /// where it stopped when the task runs again; its final state goes back through `leave`,
+    /// and the run goes to the one of `targets` (when the node has them) the subgraph named.
     async fn run<P: State>(
         &self,
         enter: impl FnOnce() -> CS,
         leave: fn(CS) -> P::Update,
+        targets: Option<&'static [&'static str]>,
         rt: &Runtime<C>,
     ) -> NodeResult<P> {
         let segment = match &rt.checkpoint {
@@ -323,7 +393,9 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
             meter: Arc::clone(&rt.run.meter),
             storage: storage.clone(),
             namespace,
+            parent_goto: std::sync::OnceLock::new(),
         });
+        let asked = Arc::clone(&shared);
         let limit = inner.recursion_limit;
         let result = match storage {
             None => Box::pin(pregel::execute(inner, enter(), shared, limit, sink.as_deref(), true)).await,
@@ -356,7 +428,31 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
                 call,
             }));
         }
-        Ok(NodeOutput::update(leave(out.state)))
+        let update = leave(out.state);
+        let node = rt.node();
+        let names = |targets: &[&str]| targets.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        match (asked.parent_goto.get(), targets) {
+            (None, None) => Ok(NodeOutput::update(update)),
+            (Some(target), None) => {
+                Err(ParentGotoError::Unrouted { node: node.to_owned(), target: target.clone() }.into())
+            }
+            (None, Some(targets)) => {
+                Err(ParentGotoError::Missing { node: node.to_owned(), targets: names(targets) }.into())
+            }
+            (Some(target), Some(targets)) => match targets.iter().position(|t| t == target) {
+                Some(at) => Ok(NodeOutput {
+                    update: Box::new(update),
+                    goto: crate::node::Goto::Routes(vec![at as u32]),
+                    sends: Vec::new(),
+                }),
+                None => Err(ParentGotoError::NotATarget {
+                    node: node.to_owned(),
+                    target: target.clone(),
+                    targets: names(targets),
+                }
+                .into()),
+            },
+        }
     }
 }
 

@@ -210,6 +210,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after);
         let count = tasks.len();
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
+        end_if_sent_to_parent(&run, &mut tasks);
         if let Some(persist) = &mut persist {
             if let Err(error) = Box::pin(persist.checkpoint(graph, &state, count, &tasks, &planner)).await {
                 return Err(refused(error, state).into());
@@ -231,6 +232,15 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         return Err(refused(error, state).into());
     }
     Ok(RunOutput::new(state, ran, Vec::new()).at(checkpoint.as_ref()))
+}
+
+/// When a node of this (subgraph) run sent the parent elsewhere with `goto_parent`, the run ends
+/// with the step: its checkpoint says so (no next tasks), so running the parent's task again
+/// does not continue it.
+fn end_if_sent_to_parent<C>(run: &RunShared<C>, tasks: &mut Vec<Task>) {
+    if run.parent_goto.get().is_some() {
+        tasks.clear();
+    }
 }
 
 /// A run that stopped on a failed step, with what it leaves.
