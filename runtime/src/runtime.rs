@@ -76,8 +76,8 @@ pub(crate) struct RunShared<C> {
     pub(crate) meter: Arc<crate::model::Meter>,
     /// Where the run checkpoints, when it has a thread.
     pub(crate) storage: Option<Storage>,
-    /// Where the run sits in nested graphs: empty for the graph that was run.
-    pub(crate) namespace: Vec<String>,
+    /// Whether the run is a subgraph's, run by a node of another graph.
+    pub(crate) nested: bool,
     /// The node of the parent graph a node of this subgraph run asked to go to
     /// ([`Runtime::goto_parent`]): the run ends after the step that asked.
     pub(crate) parent_goto: std::sync::OnceLock<String>,
@@ -121,7 +121,7 @@ impl Runtime<()> {
             log: None,
             meter: Arc::default(),
             storage: None,
-            namespace: Vec::new(),
+            nested: false,
             parent_goto: std::sync::OnceLock::new(),
         };
         Self {
@@ -284,7 +284,7 @@ impl<C> Runtime<C> {
     /// ```
     pub fn goto_parent(&self, node: impl Into<String>) -> Result<(), NodeError> {
         let node = node.into();
-        if self.run.namespace.is_empty() {
+        if !self.run.nested {
             return Err(ParentGotoError::NoParent { node: self.node().to_owned(), target: node }.into());
         }
         let _ = self.run.parent_goto.set(node);

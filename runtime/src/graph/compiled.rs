@@ -414,7 +414,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 key: Arc::clone(thread),
                 durability: cfg.durability,
             }),
-            namespace: Vec::new(),
+            nested: false,
             parent_goto: std::sync::OnceLock::new(),
         }))
     }

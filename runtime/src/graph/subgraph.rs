@@ -365,14 +365,17 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
         targets: Option<&'static [&'static str]>,
         rt: &Runtime<C>,
     ) -> NodeResult<P> {
-        let segment = match &rt.checkpoint {
+        // The segment names the run in stream events and storage keys: a run with neither
+        // never builds it.
+        let segment = (rt.run.writer.is_some() || rt.run.storage.is_some()).then(|| match &rt.checkpoint {
             Some(checkpoint) => segment(rt.node(), checkpoint, rt.task.index),
             None => segment(rt.node(), &format!("step{}", rt.step()), rt.task.index),
-        };
-        let sink = rt.run.writer.as_ref().map(|up| Arc::new(Sink::<CS>::relay(Arc::clone(up), vec![segment.clone()])));
-        let storage = rt.run.storage.as_ref().map(|s| Storage {
+        });
+        let sink = (rt.run.writer.as_ref().zip(segment.as_ref()))
+            .map(|(up, segment)| Arc::new(Sink::<CS>::relay(Arc::clone(up), vec![segment.clone()])));
+        let storage = rt.run.storage.as_ref().zip(segment.as_ref()).map(|(s, segment)| Storage {
             saver: Arc::clone(&s.saver),
-            key: key(&s.key, &segment).into(),
+            key: key(&s.key, segment).into(),
             durability: s.durability,
         });
         let graph = match &storage {
@@ -380,8 +383,6 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
             None => self.graph.clone(),
         };
         let inner = graph.inner();
-        let mut namespace = rt.run.namespace.clone();
-        namespace.push(segment);
         let shared = Arc::new(RunShared {
             context: Arc::clone(&rt.run.context),
             thread_id: rt.run.thread_id.clone(),
@@ -392,7 +393,7 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
             log: rt.run.log.clone(),
             meter: Arc::clone(&rt.run.meter),
             storage: storage.clone(),
-            namespace,
+            nested: true,
             parent_goto: std::sync::OnceLock::new(),
         });
         let asked = Arc::clone(&shared);
