@@ -152,19 +152,12 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     /// [`StreamMode::Subgraphs`](crate::stream::StreamMode::Subgraphs)). The node follows
     /// `add_edge` edges or a router, like a node that returns an update.
     #[must_use]
-    pub fn add_subgraph<CS, G>(mut self, name: impl Into<String>, child: G) -> Self
+    pub fn add_subgraph<CS, G>(self, name: impl Into<String>, child: G) -> Self
     where
         CS: crate::SubgraphState<S> + crate::FullUpdate,
         G: crate::IntoSubgraph<CS, C>,
     {
-        let name = name.into();
-        match child.into_subgraph() {
-            Ok(child) => self.add_spec(name, super::subgraph::node(child)),
-            Err(error) => {
-                self.early_errors.push(format!("subgraph `{name}` does not compile: {error}"));
-                self
-            }
-        }
+        self.add_child(name, child, |child| super::subgraph::node(child, Shape::Update, None))
     }
 
     /// Adds a graph as a node that goes where the subgraph says: a node inside it calls
@@ -174,36 +167,40 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     /// subgraph that ends without naming one fails the node
     /// ([`ParentGotoError::Missing`](crate::ParentGotoError::Missing)).
     #[must_use]
-    pub fn add_routed_subgraph<R, CS, G>(mut self, name: impl Into<String>, child: G) -> Self
+    pub fn add_routed_subgraph<R, CS, G>(self, name: impl Into<String>, child: G) -> Self
     where
         R: Route<State = S>,
         CS: crate::SubgraphState<S> + crate::FullUpdate,
         G: crate::IntoSubgraph<CS, C>,
     {
-        let name = name.into();
-        match child.into_subgraph() {
-            Ok(child) => self.add_spec(name, super::subgraph::routed_node::<S, R, CS, C>(child)),
-            Err(error) => {
-                self.early_errors.push(format!("subgraph `{name}` does not compile: {error}"));
-                self
-            }
-        }
+        self.add_child(name, child, |child| super::subgraph::node(child, Shape::branch::<R>(), Some(R::TARGETS)))
     }
 
     /// Adds a graph as a node that runs once per Send payload of type `P` it receives (each run
     /// a subgraph of its own, in its own namespace): the subgraph starts from `From<&P>` and its
     /// final state comes back through `From<Child>` for this graph's update.
     #[must_use]
-    pub fn add_payload_subgraph<P, CS, G>(mut self, name: impl Into<String>, child: G) -> Self
+    pub fn add_payload_subgraph<P, CS, G>(self, name: impl Into<String>, child: G) -> Self
     where
         P: SendPayload,
         CS: crate::FullUpdate + for<'a> From<&'a P>,
         S::Update: From<CS>,
         G: crate::IntoSubgraph<CS, C>,
     {
+        self.add_child(name, child, super::subgraph::payload_node::<S, P, CS, C>)
+    }
+
+    /// Adds the node `spec` makes of `child`, compiled; a child that does not compile is
+    /// reported by `compile`.
+    fn add_child<CS: State, G: crate::IntoSubgraph<CS, C>>(
+        mut self,
+        name: impl Into<String>,
+        child: G,
+        spec: impl FnOnce(CompiledGraph<CS, C>) -> NodeSpec<S, C>,
+    ) -> Self {
         let name = name.into();
         match child.into_subgraph() {
-            Ok(child) => self.add_spec(name, super::subgraph::payload_node::<S, P, CS, C>(child)),
+            Ok(child) => self.add_spec(name, spec(child)),
             Err(error) => {
                 self.early_errors.push(format!("subgraph `{name}` does not compile: {error}"));
                 self

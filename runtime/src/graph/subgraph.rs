@@ -192,8 +192,14 @@ pub enum ParentGotoError {
     },
 }
 
-/// The node that runs `child` from the state.
-pub(crate) fn node<P, CS, C>(child: CompiledGraph<CS, C>) -> NodeSpec<P, C>
+/// The node that runs `child` from the state: it follows its edges (`Shape::Update`, no
+/// targets), or goes to the one of `targets` the subgraph names with
+/// [`Runtime::goto_parent`] (`Shape::Branch`).
+pub(crate) fn node<P, CS, C>(
+    child: CompiledGraph<CS, C>,
+    shape: Shape,
+    targets: Option<&'static [&'static str]>,
+) -> NodeSpec<P, C>
 where
     P: State,
     CS: SubgraphState<P> + FullUpdate,
@@ -201,28 +207,9 @@ where
 {
     let child = Arc::new(Child { graph: child, views: Mutex::default() });
     let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
-    let mut spec = NodeSpec::asynchronous(Shape::Update, None, move |parent: &P, rt: &Runtime<C>, _| {
+    let mut spec = NodeSpec::asynchronous(shape, None, move |parent: &P, rt: &Runtime<C>, _| {
         let child = Arc::clone(&child);
-        Box::pin(async move { child.run(|| CS::enter(parent), CS::leave, None, rt).await })
-    });
-    spec.subgraph = Some(inspect);
-    spec
-}
-
-/// The node that runs `child` from the state and goes to the target of `R` the subgraph names
-/// with [`Runtime::goto_parent`].
-pub(crate) fn routed_node<P, R, CS, C>(child: CompiledGraph<CS, C>) -> NodeSpec<P, C>
-where
-    P: State,
-    R: crate::Route<State = P>,
-    CS: SubgraphState<P> + FullUpdate,
-    C: Send + Sync + 'static,
-{
-    let child = Arc::new(Child { graph: child, views: Mutex::default() });
-    let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
-    let mut spec = NodeSpec::asynchronous(Shape::branch::<R>(), None, move |parent: &P, rt: &Runtime<C>, _| {
-        let child = Arc::clone(&child);
-        Box::pin(async move { child.run(|| CS::enter(parent), CS::leave, Some(R::TARGETS), rt).await })
+        Box::pin(async move { child.run(|| CS::enter(parent), CS::leave, targets, rt).await })
     });
     spec.subgraph = Some(inspect);
     spec

@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -83,6 +84,8 @@ pub struct ReactAgent {
     review: Vec<String>,
     /// The agents this one may hand the conversation to, when it is a team member.
     pub(crate) handoffs: Vec<String>,
+    /// What each of them does, as the team describes it (for the hand-off tools).
+    described: HashMap<String, String>,
 }
 
 /// A `ReAct` agent over `model` and `tools`; configure it with the [`ReactAgent`] methods, then
@@ -101,6 +104,7 @@ pub fn react_agent(model: impl IntoChatModel, tools: ToolSet) -> ReactAgent {
         post_model: None,
         review: Vec::new(),
         handoffs: Vec::new(),
+        described: HashMap::new(),
     }
 }
 
@@ -235,60 +239,46 @@ impl ReactAgent {
         self.graph().compile()
     }
 
-    /// The parts the nodes share.
+    /// The parts the nodes share: the agent with its hand-off tools, and its model settings.
     fn parts(&self) -> Arc<Parts> {
-        let mut tools = self.tools.clone();
+        let mut agent = self.clone();
         for target in &self.handoffs {
-            // A team gave this hand-off a description already (`with_handoff_tools`).
-            if tools.tools.get(&format!("{}{target}", handoff::PREFIX)).is_none() {
-                tools.tools.insert(Arc::new(Handoff::to(target, None)));
-            }
+            let about = self.described.get(target).map(String::as_str);
+            agent.tools.tools.insert(Arc::new(Handoff::to(target, about)));
         }
         let mut settings = self.model.settings().clone();
-        settings.set_tools(&tools.tools);
-        Arc::new(Parts {
-            name: self.name.clone(),
-            named: self.named,
-            model: Arc::clone(&self.model),
-            settings,
-            tools,
-            prompt: self.prompt.clone(),
-            response: self.response.clone(),
-            step_limit: self.step_limit,
-            pre_model: self.pre_model.clone(),
-            post_model: self.post_model.clone(),
-            review: self.review.clone(),
-            handoffs: self.handoffs.clone(),
-        })
+        settings.set_tools(&agent.tools.tools);
+        Arc::new(Parts { agent, settings })
     }
 
-    /// The team version of the agent: with hand-off tools described by the members they lead to.
-    pub(crate) fn with_handoff_tools(&self, members: &[&ReactAgent]) -> Self {
-        let mut agent = self.clone();
+    /// The team version of the agent: its hand-offs described by the members they lead to.
+    pub(crate) fn described_by(mut self, members: &[&ReactAgent]) -> Self {
         for member in members.iter().filter(|m| self.handoffs.contains(&m.name)) {
-            agent.tools.tools.insert(Arc::new(Handoff::to(&member.name, member.about.as_deref())));
+            if let Some(about) = &member.about {
+                self.described.insert(member.name.clone(), about.clone());
+            }
         }
-        agent
+        self
     }
 
     fn build<C: Send + Sync + 'static>(&self, graph: StateGraph<MessagesState, C>) -> StateGraph<MessagesState, C> {
         let parts = self.parts();
-        let has_tools = !parts.tools.tools().is_empty();
+        let has_tools = !parts.agent.tools.tools().is_empty();
         let mut graph = graph
             .name(self.name.clone())
             .recursion_limit(2 * u64::from(self.step_limit) + 4)
             .add_spec(AGENT_NODE, node(Arc::clone(&parts), Step::Model))
             .add_edge(crate::START, AGENT_NODE);
-        let done = if parts.response.is_some() { STRUCTURE_NODE } else { END };
-        if parts.response.is_some() {
+        let done = if parts.agent.response.is_some() { STRUCTURE_NODE } else { END };
+        if parts.agent.response.is_some() {
             graph =
                 graph.add_spec(STRUCTURE_NODE, node(Arc::clone(&parts), Step::Structure)).add_edge(STRUCTURE_NODE, END);
         }
         if !has_tools {
             return graph.add_edge(AGENT_NODE, done);
         }
-        for name in parts.review.iter().filter(|n| parts.tools.tools().get(n).is_none()) {
-            let known: Vec<&str> = parts.tools.tools().names().collect();
+        for name in parts.agent.review.iter().filter(|n| parts.agent.tools.tools().get(n).is_none()) {
+            let known: Vec<&str> = parts.agent.tools.tools().names().collect();
             graph = graph.invalid(format!(
                 "agent `{}` reviews calls of `{name}`, which is not one of its tools ({})",
                 self.name,
@@ -301,10 +291,10 @@ impl ReactAgent {
             vec![done.to_owned(), TOOLS_NODE.to_owned()],
             asks,
         );
-        if parts.handoffs.is_empty() {
+        if parts.agent.handoffs.is_empty() {
             return graph.add_edge(TOOLS_NODE, AGENT_NODE);
         }
-        let handoffs = parts.handoffs.clone();
+        let handoffs = parts.agent.handoffs.clone();
         let back = Arc::new(move |state: &MessagesState| usize::from(!handoff::hands_off(&state.messages, &handoffs)));
         graph.add_router_among(TOOLS_NODE, vec![END.to_owned(), AGENT_NODE.to_owned()], back)
     }
@@ -336,30 +326,21 @@ fn ends_turn(messages: &[Message]) -> bool {
     !messages.last().is_some_and(|m| m.role == Role::Assistant && m.has_tool_calls())
 }
 
-/// What the agent's nodes share.
+/// What the agent's nodes share: the agent (its hand-off tools added) and the settings its
+/// model is called with (those tools offered).
 struct Parts {
-    name: String,
-    named: bool,
-    model: Arc<dyn ChatModel>,
+    agent: ReactAgent,
     settings: ModelSettings,
-    tools: ToolNode,
-    prompt: Option<String>,
-    response: Option<Arc<dyn Answer>>,
-    step_limit: u32,
-    pre_model: Option<PreHook>,
-    post_model: Option<PostHook>,
-    review: Vec<String>,
-    handoffs: Vec<String>,
 }
 
 impl Parts {
     /// What the model is sent: the prompt, then the conversation as the pre-model hook shapes it.
     fn model_input<'a>(&self, messages: &'a [Message]) -> Cow<'a, [Message]> {
-        let shaped = match &self.pre_model {
+        let shaped = match &self.agent.pre_model {
             Some(hook) => Cow::Owned(hook(messages)),
             None => Cow::Borrowed(messages),
         };
-        match &self.prompt {
+        match &self.agent.prompt {
             None => shaped,
             Some(prompt) => {
                 let mut input = Vec::with_capacity(shaped.len() + 1);
@@ -373,22 +354,26 @@ impl Parts {
     /// How many replies this agent has given since the last user message.
     fn replies_this_turn(&self, messages: &[Message]) -> u32 {
         let turn = messages.iter().rposition(|m| m.role == Role::User).map_or(0, |at| at + 1);
-        let mine = |m: &&Message| m.role == Role::Assistant && (!self.named || m.name.as_deref() == Some(&self.name));
+        let mine = |m: &&Message| {
+            m.role == Role::Assistant && (!self.agent.named || m.name.as_deref() == Some(&self.agent.name))
+        };
         messages[turn..].iter().filter(mine).count() as u32
     }
 
     async fn call_model(&self, state: &MessagesState, rt: &dyn CallContext) -> Result<MessagesStateUpdate, NodeError> {
-        if self.replies_this_turn(&state.messages) >= self.step_limit {
-            return Err(AgentError::StepLimit { agent: self.name.clone(), limit: self.step_limit }.into());
+        if self.replies_this_turn(&state.messages) >= self.agent.step_limit {
+            return Err(AgentError::StepLimit { agent: self.agent.name.clone(), limit: self.agent.step_limit }.into());
         }
         let input = self.model_input(&state.messages);
-        let reply = crate::model::respond_with(&*self.model, &input, &self.settings, rt).await?.message;
-        let mut reply = match &self.post_model {
-            Some(hook) => hook(reply).map_err(|reason| AgentError::Refused { agent: self.name.clone(), reason })?,
+        let reply = crate::model::respond_with(&*self.agent.model, &input, &self.settings, rt).await?.message;
+        let mut reply = match &self.agent.post_model {
+            Some(hook) => {
+                hook(reply).map_err(|reason| AgentError::Refused { agent: self.agent.name.clone(), reason })?
+            }
             None => reply,
         };
-        if self.named {
-            reply.name = Some(self.name.clone());
+        if self.agent.named {
+            reply.name = Some(self.agent.name.clone());
         }
         if reply.id.is_none() {
             reply.id = Some(fresh_id());
@@ -407,11 +392,11 @@ impl Parts {
         let mut calls = asked.tool_calls.clone();
         let mut rejected: Vec<Option<String>> = vec![None; calls.len()];
         for (call, rejection) in calls.iter_mut().zip(&mut rejected) {
-            if !self.review.contains(&call.name) {
+            if !self.agent.review.contains(&call.name) {
                 continue;
             }
             let request = ReviewRequest {
-                agent: self.name.clone(),
+                agent: self.agent.name.clone(),
                 tool_call_id: call.id.clone(),
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
@@ -424,8 +409,8 @@ impl Parts {
         }
         let run: Vec<ToolCall> =
             calls.iter().zip(&rejected).filter(|(_, r)| r.is_none()).map(|(c, _)| c.clone()).collect();
-        let env = self.tools.env_for(&run, state, rt);
-        let mut answers = self.tools.run_calls(&run, &env).await.into_iter();
+        let env = self.agent.tools.env_for(&run, state, rt);
+        let mut answers = self.agent.tools.run_calls(&run, &env).await.into_iter();
         let messages: Vec<Message> = calls
             .iter()
             .zip(rejected)
@@ -442,7 +427,7 @@ impl Parts {
     }
 
     async fn structure(&self, state: &MessagesState, rt: &dyn CallContext) -> Result<MessagesStateUpdate, NodeError> {
-        let Some(response) = &self.response else { return Ok(MessagesStateUpdate::new()) };
+        let Some(response) = &self.agent.response else { return Ok(MessagesStateUpdate::new()) };
         let input = self.model_input(&state.messages);
         let answer = response.answer(&input, rt).await?;
         Ok(MessagesStateUpdate::new().structured_response(Some(answer)))

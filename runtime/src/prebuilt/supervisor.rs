@@ -105,7 +105,7 @@ impl Supervisor {
         }
         let names: Vec<String> = self.agents.iter().map(|a| a.agent_name().to_owned()).collect();
         let members: Vec<&ReactAgent> = self.agents.iter().collect();
-        let lead = self.lead.clone().handoffs(names.iter().cloned()).with_handoff_tools(&members);
+        let lead = self.lead.clone().handoffs(names.iter().cloned()).described_by(&members);
         graph = graph.add_subgraph(lead_name.clone(), lead).add_edge(START, lead_name.clone());
         for agent in &self.agents {
             graph = graph

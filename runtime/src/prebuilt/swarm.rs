@@ -100,7 +100,7 @@ impl Swarm {
             } else {
                 agent.clone()
             };
-            let member = member.with_handoff_tools(&members);
+            let member = member.described_by(&members);
             let name = agent.agent_name().to_owned();
             let targets = std::iter::once(END.to_owned()).chain(names.iter().cloned()).collect();
             let route = team::route_by_handoff(names.clone(), |s: &SwarmState| &s.messages);
