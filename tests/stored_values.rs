@@ -166,3 +166,55 @@ async fn odd_values_round_trip_through_postgres() {
     let saver = graphwright::checkpoint::PostgresSaver::connect(&schema.url()).await.unwrap();
     round_trips(Arc::new(saver)).await;
 }
+
+/// A conversation whose messages are written without ids: the reducer gives them ids.
+#[graph]
+mod talk {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        #[reducer(messages)]
+        pub messages: Vec<Message>,
+        #[reducer(add)]
+        pub turns: u32,
+    }
+
+    #[node(entry, next = second)]
+    fn first(_state: &State) -> StateUpdate {
+        StateUpdate::new().messages(vec![Message::assistant("one")]).turns(1)
+    }
+
+    #[node(next = END)]
+    fn second(_state: &State) -> StateUpdate {
+        StateUpdate::new().messages(vec![Message::assistant("two")]).turns(1)
+    }
+}
+
+/// Checkpoints between snapshots are rebuilt by folding stored writes; a message the run gave
+/// an id must keep that id on every read, or a later update (a removal, a replacement by id)
+/// would miss it.
+#[tokio::test]
+async fn message_ids_given_by_the_reducer_survive_a_rebuild_from_stored_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let saver = SqliteSaver::open(dir.path().join("talk.db")).unwrap();
+    let app = talk::graph().checkpointer(saver).compile().unwrap();
+    let cfg = RunConfig::thread("ids");
+    let out = app.invoke(talk::StateUpdate::new().messages(vec![Message::user("hi")]), &cfg).await.unwrap();
+    let ids = |messages: &[Message]| messages.iter().map(|m| m.id.clone().unwrap()).collect::<Vec<_>>();
+    let ran = ids(&out.state.messages);
+    assert_eq!(ran.len(), 3);
+    for _ in 0..2 {
+        let read = app.get_state(&cfg).await.unwrap().unwrap();
+        assert_eq!(ids(&read.state.messages), ran);
+    }
+    let history = app.state_history(&cfg).await.unwrap();
+    let after_first = history.iter().find(|s| s.state.turns == 1).unwrap();
+    assert_eq!(ids(&after_first.state.messages), ran[..2]);
+    // A removal by the id the run saw reaches the stored message.
+    app.update_state(&cfg, talk::StateUpdate::new().messages(vec![Message::remove(ran[1].clone())]), None)
+        .await
+        .unwrap();
+    let after = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(ids(&after.state.messages), [ran[0].clone(), ran[2].clone()]);
+}

@@ -129,14 +129,8 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
     let idents: Vec<&Ident> = def.fields.iter().map(|f| &f.ident).collect();
     let types: Vec<&Type> = def.fields.iter().map(|f| &f.ty).collect();
     let names: Vec<String> = idents.iter().map(|i| unraw(i)).collect();
-    let setter_docs = def.fields.iter().map(|f| {
-        let how = match &f.reducer {
-            Reducer::LastValue => "replaces the value; one write per step".to_owned(),
-            Reducer::Named(r) => format!("folded with the `{r}` reducer"),
-            Reducer::With(path) => format!("folded with `{}`", quote!(#path).to_string().replace(' ', "")),
-        };
-        format!("Writes `{}` ({how}). Wrap the value in `Overwrite(..)` to replace it outright.", unraw(&f.ident))
-    });
+    let (message_fields, fill_ids) = message_support(def);
+    let setter_docs = def.fields.iter().map(setter_doc);
     let field_docs = names.iter().map(|n| format!("The write of `{n}`, if this update writes it."));
     let encode_stored = encode_stored(def);
     let write_hooks = def.fields.iter().map(|f| serde_hooks(&f.ty, "serialize_write", "deserialize_write"));
@@ -195,6 +189,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         impl #p::State for #name {
             type Update = #update;
             const FIELDS: &'static [&'static str] = &[#(#names),*];
+            const MESSAGE_FIELDS: &'static [&'static str] = &[#(#message_fields),*];
 
             fn apply_mut(&mut self, update: &mut #update) {
                 #(#folds)*
@@ -227,6 +222,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
             }
 
             #encode_stored
+            #fill_ids
         }
     }
 }
@@ -474,4 +470,51 @@ pub(crate) fn expand_attribute(args: &TokenStream, input: &TokenStream) -> Token
     let expanded = expand(&def);
     let errors = cx.into_compile_errors();
     quote!(#expanded #errors)
+}
+
+/// Whether a field's type is `Message`, `Vec<Message>` or `Option<Message>` (by the last path
+/// segment, so `graphwright::Message` counts too).
+fn holds_messages(ty: &Type) -> bool {
+    let Type::Path(path) = ty else { return false };
+    let Some(last) = path.path.segments.last() else { return false };
+    if last.ident == "Message" {
+        return true;
+    }
+    if last.ident != "Vec" && last.ident != "Option" {
+        return false;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return false };
+    matches!(args.args.first(), Some(syn::GenericArgument::Type(Type::Path(inner)))
+        if inner.path.segments.last().is_some_and(|s| s.ident == "Message"))
+}
+
+/// `State::MESSAGE_FIELDS` (fields declared with a message type) and `Update::fill_ids` (ids for
+/// the messages a `messages` reducer adds, before the update is stored).
+fn message_support(def: &StateDef) -> (Vec<String>, Option<TokenStream>) {
+    let p = private();
+    let fields = def.fields.iter().filter(|f| holds_messages(&f.ty)).map(|f| unraw(&f.ident)).collect();
+    let with_ids: Vec<&Ident> =
+        def.fields.iter().filter(|f| matches!(f.reducer, Reducer::Named("messages"))).map(|f| &f.ident).collect();
+    let fill_ids = (!with_ids.is_empty()).then(|| {
+        quote! {
+            fn fill_ids(&mut self) {
+                #(
+                    if let #p::Option::Some(#p::Write::Reduce(value)) = &mut self.#with_ids {
+                        #p::MessagesReducer::fill_ids(value);
+                    }
+                )*
+            }
+        }
+    });
+    (fields, fill_ids)
+}
+
+/// The doc comment of a field's setter on the update type.
+fn setter_doc(f: &Field) -> String {
+    let how = match &f.reducer {
+        Reducer::LastValue => "replaces the value; one write per step".to_owned(),
+        Reducer::Named(r) => format!("folded with the `{r}` reducer"),
+        Reducer::With(path) => format!("folded with `{}`", quote!(#path).to_string().replace(' ', "")),
+    };
+    format!("Writes `{}` ({how}). Wrap the value in `Overwrite(..)` to replace it outright.", unraw(&f.ident))
 }

@@ -68,6 +68,12 @@ impl<S: State> RunCommand<S> {
         Self { answer: Resume::Continue, update: None, goto: Vec::new() }
     }
 
+    pub(crate) fn fill_ids(&mut self) {
+        if let Some(update) = &mut self.update {
+            crate::state::Update::fill_ids(update);
+        }
+    }
+
     /// Answers the pending interrupts (one value, or [`Resume::by_id`]).
     pub fn resume(answer: impl Into<Resume>) -> Self {
         Self { answer: answer.into(), ..Self::new() }

@@ -96,8 +96,9 @@ pub use command::{IntoRunInput, RunCommand, RunInput};
 pub use config::{Durability, RunConfig};
 pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
 pub use graph::{
-    CompiledGraph, DEFAULT_RECURSION_LIMIT, FullUpdate, IntoSubgraph, NodeSpec, ParentGotoError, PendingTask,
-    RunFailure, RunOutput, RunStatus, StateGraph, StateSnapshot, SubgraphError, SubgraphSnapshot, SubgraphState,
+    CompiledGraph, DEFAULT_RECURSION_LIMIT, Drawing, DrawnEdge, FullUpdate, IntoSubgraph, NodeSpec, ParentGotoError,
+    PendingTask, RunFailure, RunOutput, RunStatus, StateGraph, StateSnapshot, SubgraphError, SubgraphSnapshot,
+    SubgraphState,
 };
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;

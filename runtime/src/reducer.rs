@@ -76,9 +76,19 @@ impl<T> AppendReducer for VecDeque<T> {
 pub trait MessagesReducer {
     /// Folds `update` into `self`.
     fn reduce(&mut self, update: Self);
+
+    /// Gives each message without an id a fresh one (before the update is stored, so that
+    /// folding it again gives the same state).
+    fn fill_ids(&mut self) {}
 }
 
 impl MessagesReducer for Vec<Message> {
+    fn fill_ids(&mut self) {
+        for message in self.iter_mut().filter(|m| m.id.is_none() && !m.is_remove_all()) {
+            message.id = Some(crate::message::fresh_id());
+        }
+    }
+
     fn reduce(&mut self, update: Self) {
         for mut message in update {
             if message.is_remove_all() {

@@ -16,6 +16,11 @@ pub trait State: Clone + Debug + Default + Serialize + DeserializeOwned + Send +
     /// The field names, in declaration order.
     const FIELDS: &'static [&'static str];
 
+    /// The fields that hold chat [`Message`](crate::Message)s (declared as `Vec<Message>`,
+    /// `Option<Message>` or `Message`), so that code outside the graph (the HTTP server) can show
+    /// them in the shape chat clients expect. `#[state]` fills it in.
+    const MESSAGE_FIELDS: &'static [&'static str] = &[];
+
     /// Folds one update into the state, each field with its reducer.
     fn apply(&mut self, mut update: Self::Update) {
         self.apply_mut(&mut update);
@@ -54,6 +59,12 @@ pub trait Update: Clone + Debug + Default + Serialize + DeserializeOwned + Send 
         let _ = out;
         false
     }
+
+    /// Gives every message this update adds through a `messages` reducer an id, if it has none.
+    /// The runtime calls it before an update is stored or applied, so that a state rebuilt from
+    /// stored writes holds the very ids the run saw (the reducer would otherwise draw new ones
+    /// on every rebuild). `#[state]` implements it; the default does nothing.
+    fn fill_ids(&mut self) {}
 }
 
 /// Two writes of one field in one super-step that the field's reducer cannot take.
@@ -80,6 +91,13 @@ impl<T> Write<T> {
     /// Whether this write bypasses the reducer.
     pub fn is_overwrite(&self) -> bool {
         matches!(self, Self::Overwrite(_))
+    }
+
+    /// The value written, either way, to change in place.
+    pub fn value_mut(&mut self) -> &mut T {
+        match self {
+            Self::Reduce(value) | Self::Overwrite(value) => value,
+        }
     }
 
     /// The value written, either way.

@@ -301,6 +301,11 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         sink: Option<&Arc<Sink<S>>>,
         run_id: Option<u64>,
     ) -> Result<RunOutput<S>, Halt<S>> {
+        let mut input = input;
+        match &mut input {
+            RunInput::Update(update) => update.fill_ids(),
+            RunInput::Command(command) => command.fill_ids(),
+        }
         let writer = sink.map(|s| Arc::clone(s) as SharedWriter);
         let shared = self.shared(cfg, writer, run_id)?;
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
@@ -362,9 +367,28 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         &self.inner
     }
 
+    /// The same graph, keeping its threads' checkpoints in `saver` instead: for code that hosts
+    /// graphs and owns their storage (an HTTP server keeps every graph it serves in one
+    /// database). The original graph is unchanged.
+    #[must_use]
+    pub fn with_checkpointer(&self, saver: Arc<dyn Checkpointer>) -> Self {
+        self.with_saver(saver)
+    }
+
+    /// The same graph, its nodes sharing `store` as long-term memory instead of the one it was
+    /// built with. The original graph is unchanged.
+    #[must_use]
+    pub fn with_store(&self, store: Arc<dyn Store>) -> Self {
+        self.rebuilt(Arc::clone(&self.inner.saver), Some(store))
+    }
+
     /// The same graph storing its checkpoints in `saver` (a subgraph stores where its parent
     /// does).
     pub(crate) fn with_saver(&self, saver: Arc<dyn Checkpointer>) -> Self {
+        self.rebuilt(saver, self.inner.store.clone())
+    }
+
+    fn rebuilt(&self, saver: Arc<dyn Checkpointer>, store: Option<Arc<dyn Store>>) -> Self {
         let inner = &self.inner;
         Self::new(Inner {
             name: inner.name.clone(),
@@ -376,7 +400,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             recursion_limit: inner.recursion_limit,
             default_context: inner.default_context,
             saver,
-            store: inner.store.clone(),
+            store,
             busy: Mutex::default(),
         })
     }

@@ -247,7 +247,8 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let mut steps = Vec::with_capacity(supersteps.len());
         for superstep in supersteps {
             let mut updates = Vec::with_capacity(superstep.len());
-            for (update, as_node) in superstep {
+            for (mut update, as_node) in superstep {
+                crate::state::Update::fill_ids(&mut update);
                 let as_node = match as_node {
                     None => AsNode::Pending,
                     Some(END) => AsNode::End,

@@ -73,6 +73,10 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
     let alone = tasks.len() == 1;
     let mut finish = async |index: usize, result: Result<NodeOutput<S>, Stop>, slots: &mut [Option<NodeOutput<S>>]| {
         let task = &tasks[index];
+        let result = result.map(|mut output| {
+            crate::state::Update::fill_ids(&mut *output.update);
+            output
+        });
         let result = match (result, persist.as_deref_mut()) {
             (Ok(output), Some(persist)) => {
                 let saved = match persist.save_finished(graph, index, task, &output, alone) {

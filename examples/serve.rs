@@ -1,0 +1,110 @@
+//! Serves two graphs behind the LangGraph Agent Server API, for LangGraph's own clients.
+//!
+//! `chat` answers every message (streaming its reply word by word) and looks up the weather
+//! with a tool when asked; `refund` pauses for a person's approval. Threads, runs and the store
+//! live in a SQLite file, so they outlive the process.
+//!
+//! ```text
+//! cargo run --example serve                         # 127.0.0.1:2024, ./graphwright-serve.db
+//! cargo run --example serve -- 127.0.0.1:8123 other.db
+//! ```
+//!
+//! Then, from Python (`pip install langgraph-sdk`):
+//!
+//! ```text
+//! from langgraph_sdk import get_client
+//! client = get_client(url="http://127.0.0.1:2024")
+//! thread = await client.threads.create()
+//! async for part in client.runs.stream(thread["thread_id"], "chat",
+//!         input={"messages": [{"type": "human", "content": "what is the weather?"}]},
+//!         stream_mode="messages-tuple"):
+//!     print(part.event, part.data)
+//! ```
+
+use graphwright::prelude::*;
+use graphwright_server::Server;
+
+/// A chat agent: replies word by word, and calls a weather tool when asked about the weather.
+#[graph]
+pub mod chat {
+    use graphwright::prelude::*;
+
+    /// The conversation.
+    #[state]
+    pub struct State {
+        /// Oldest first.
+        #[reducer(messages)]
+        pub messages: Vec<Message>,
+    }
+
+    /// Answers the last message, or asks for the weather tool.
+    #[node(entry, next = weather | END, route = after)]
+    fn agent(state: &State, rt: &Runtime) -> StateUpdate {
+        let last = state.messages.last().cloned().unwrap_or_else(|| Message::user(""));
+        let id = format!("reply-{}", state.messages.len());
+        if last.role == Role::User && last.content.to_lowercase().contains("weather") {
+            let call = ToolCall::new(format!("call-{}", state.messages.len()), "weather", json!({"city": "Oslo"}));
+            return StateUpdate::new().messages(vec![Message::assistant("").with_id(id).with_tool_calls(vec![call])]);
+        }
+        let text = match last.role {
+            Role::Tool => format!("The weather in Oslo: {}.", last.content),
+            _ => format!("You said: {}", last.content),
+        };
+        for (i, word) in text.split(' ').enumerate() {
+            rt.message_delta(&id, &if i == 0 { word.to_owned() } else { format!(" {word}") });
+        }
+        StateUpdate::new().messages(vec![Message::assistant(text).with_id(id)])
+    }
+
+    fn after(state: &State) -> AgentNext {
+        if state.messages.last().is_some_and(Message::has_tool_calls) { AgentNext::Weather } else { AgentNext::End }
+    }
+
+    /// The weather tool.
+    #[node(next = agent)]
+    fn weather(state: &State) -> StateUpdate {
+        let call = state.messages.last().and_then(|m| m.tool_calls.first().cloned());
+        let id = call.map(|c| c.id).unwrap_or_default();
+        StateUpdate::new().messages(vec![Message::tool(id, "4 °C and light rain").with_name("weather")])
+    }
+}
+
+/// A refund that waits for a person's approval (resume with `command={"resume": true}`).
+#[graph]
+pub mod refund {
+    use graphwright::prelude::*;
+
+    /// The request and what happened to it.
+    #[state]
+    pub struct State {
+        /// The order.
+        pub order: String,
+        /// What was done.
+        #[reducer(append)]
+        pub log: Vec<String>,
+    }
+
+    /// Pauses for approval.
+    #[node(entry, next = END)]
+    fn approve(state: &State, rt: &Runtime) -> Result<StateUpdate, NodeError> {
+        let approved: bool = rt.interrupt(json!({"question": "refund this order?", "order": state.order}))?;
+        let outcome = if approved { "refunded" } else { "declined" };
+        Ok(StateUpdate::new().log(vec![format!("{} {outcome}", state.order)]))
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let addr = args.next().unwrap_or_else(|| "127.0.0.1:2024".to_owned());
+    let database = args.next().unwrap_or_else(|| "graphwright-serve.db".to_owned());
+    let bound = Server::new()
+        .graph("chat", chat::graph().compile()?)
+        .graph("refund", refund::graph().compile()?)
+        .sqlite(&database)
+        .bind(addr.as_str())
+        .await?;
+    println!("serving graphs chat and refund on http://{} (threads in {database})", bound.local_addr()?);
+    bound.run().await?;
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! The HTTP routes of the Agent Server API.
+
+mod assistants;
+mod respond;
+mod runs;
+mod store;
+mod system;
+mod threads;
+
+use crate::app::App;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
+use std::sync::Arc;
+
+/// Every route, over `app`.
+pub(crate) fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/ok", get(system::ok))
+        .route("/info", get(system::info))
+        .route("/assistants", post(assistants::create))
+        .route("/assistants/search", post(assistants::search))
+        .route("/assistants/count", post(assistants::count))
+        .route("/assistants/{id}", get(assistants::get).patch(assistants::update).delete(assistants::delete))
+        .route("/assistants/{id}/graph", get(assistants::graph))
+        .route("/assistants/{id}/schemas", get(assistants::schemas))
+        .route("/threads", post(threads::create))
+        .route("/threads/search", post(threads::search))
+        .route("/threads/count", post(threads::count))
+        .route("/threads/{id}", get(threads::get).patch(threads::update).delete(threads::delete))
+        .route("/threads/{id}/state", get(threads::state).post(threads::update_state))
+        .route("/threads/{id}/state/checkpoint", post(threads::state_at_body))
+        .route("/threads/{id}/state/{checkpoint_id}", get(threads::state_at))
+        .route("/threads/{id}/history", get(threads::history_query).post(threads::history))
+        .route("/threads/{id}/runs", get(runs::list).post(runs::create))
+        .route("/threads/{id}/runs/stream", post(runs::stream))
+        .route("/threads/{id}/runs/wait", post(runs::wait))
+        .route("/threads/{id}/runs/{run_id}", get(runs::get).delete(runs::delete))
+        .route("/threads/{id}/runs/{run_id}/cancel", post(runs::cancel))
+        .route("/threads/{id}/runs/{run_id}/join", get(runs::join))
+        .route("/threads/{id}/runs/{run_id}/stream", get(runs::join_stream))
+        .route("/runs", post(runs::create_stateless))
+        .route("/runs/stream", post(runs::stream_stateless))
+        .route("/runs/wait", post(runs::wait_stateless))
+        .route("/runs/cancel", post(runs::cancel_many))
+        .route("/runs/crons", post(system::crons))
+        .route("/runs/crons/search", post(system::crons))
+        .route("/runs/crons/count", post(system::crons))
+        .route("/runs/crons/{id}", get(system::crons).patch(system::crons).delete(system::crons))
+        .route("/threads/{id}/runs/crons", post(system::crons))
+        .route("/store/items", put(store::put).get(store::get).delete(store::delete))
+        .route("/store/items/search", post(store::search))
+        .route("/store/namespaces", post(store::namespaces))
+        .fallback(system::not_found)
+        // Bodies are read, and limited, by `wire::body::Body`.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(app)
+}

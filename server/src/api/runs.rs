@@ -1,0 +1,271 @@
+//! Runs on a thread and stateless runs: create, stream, wait, join, cancel, list, delete.
+
+use super::respond::{event_stream, json, locate, no_content, result_of, result_when_done};
+use crate::app::App;
+use crate::error::ApiError;
+use crate::meta;
+use crate::runs::request::RunCreate;
+use crate::runs::{self, Cancel, Live};
+use crate::wire::body::{Body, Query};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+
+async fn background(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Response, ApiError> {
+    let stateless = thread.is_none();
+    let accepted = runs::create(app, thread, body).await?;
+    let mut response = json(&accepted.run);
+    locate(&mut response, &accepted.live, stateless, "stream");
+    Ok(response)
+}
+
+async fn streamed(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Response, ApiError> {
+    let stateless = thread.is_none();
+    let cancel = body.cancel_on_disconnect()?;
+    let accepted = runs::create(app, thread, body).await?;
+    let mut response = event_stream(&accepted.live, 0, cancel);
+    locate(&mut response, &accepted.live, stateless, "stream");
+    Ok(response)
+}
+
+async fn waited(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Response, ApiError> {
+    let stateless = thread.is_none();
+    let cancel = body.cancel_on_disconnect()?;
+    let accepted = runs::create(app, thread, body).await?;
+    let mut response = result_when_done(&accepted.live, cancel);
+    locate(&mut response, &accepted.live, stateless, "join");
+    Ok(response)
+}
+
+pub(super) async fn create(
+    State(app): State<Arc<App>>,
+    Path(thread): Path<String>,
+    Body(body): Body<RunCreate>,
+) -> Result<Response, ApiError> {
+    background(&app, Some(thread), body).await
+}
+
+pub(super) async fn create_stateless(
+    State(app): State<Arc<App>>,
+    Body(body): Body<RunCreate>,
+) -> Result<Response, ApiError> {
+    background(&app, None, body).await
+}
+
+pub(super) async fn stream(
+    State(app): State<Arc<App>>,
+    Path(thread): Path<String>,
+    Body(body): Body<RunCreate>,
+) -> Result<Response, ApiError> {
+    streamed(&app, Some(thread), body).await
+}
+
+pub(super) async fn stream_stateless(
+    State(app): State<Arc<App>>,
+    Body(body): Body<RunCreate>,
+) -> Result<Response, ApiError> {
+    streamed(&app, None, body).await
+}
+
+pub(super) async fn wait(
+    State(app): State<Arc<App>>,
+    Path(thread): Path<String>,
+    Body(body): Body<RunCreate>,
+) -> Result<Response, ApiError> {
+    waited(&app, Some(thread), body).await
+}
+
+pub(super) async fn wait_stateless(
+    State(app): State<Arc<App>>,
+    Body(body): Body<RunCreate>,
+) -> Result<Response, ApiError> {
+    waited(&app, None, body).await
+}
+
+async fn run_record(app: &App, thread: &str, run: &str) -> Result<Value, ApiError> {
+    let (t, r) = (thread.to_owned(), run.to_owned());
+    app.meta.call(move |conn| Ok(meta::run_of(conn, &t, &r)?)).await?.ok_or_else(|| ApiError::run_not_found(run))
+}
+
+pub(super) async fn get(
+    State(app): State<Arc<App>>,
+    Path((thread, run)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    Ok(json(&run_record(&app, &thread, &run).await?))
+}
+
+pub(super) async fn list(
+    State(app): State<Arc<App>>,
+    Path(thread): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = Query::parse(raw.as_deref());
+    let limit = i64::try_from(query.number("limit")?.unwrap_or(10)).unwrap_or(i64::MAX);
+    let offset = i64::try_from(query.number("offset")?.unwrap_or(0)).unwrap_or(i64::MAX);
+    let status = query.get("status").map(str::to_owned);
+    let key = thread.clone();
+    let (exists, runs) = app
+        .meta
+        .call(move |conn| {
+            let exists = meta::thread(conn, &key)?.is_some();
+            Ok((exists, meta::runs_of(conn, &key, status.as_deref(), limit, offset)?))
+        })
+        .await?;
+    if !exists {
+        return Err(ApiError::thread_not_found(&thread));
+    }
+    Ok(json(&Value::Array(runs)))
+}
+
+pub(super) async fn delete(
+    State(app): State<Arc<App>>,
+    Path((thread, run)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let record = run_record(&app, &thread, &run).await?;
+    if matches!(record["status"].as_str(), Some("pending" | "running")) {
+        return Err(ApiError::Conflict(format!("Run {run} has not ended: cancel it first")));
+    }
+    app.runs.forget(&run);
+    app.meta.call(move |conn| Ok(meta::delete_run(conn, &thread, &run)?)).await?;
+    Ok(no_content())
+}
+
+fn cancel_action(query: &Query) -> Result<Cancel, ApiError> {
+    match query.get("action") {
+        None | Some("interrupt") => Ok(Cancel::Interrupt),
+        Some("rollback") => Err(ApiError::Invalid(
+            "cancel action \"rollback\" is not offered yet: use \"interrupt\" (the run stops and keeps its finished steps)".into(),
+        )),
+        Some(other) => Err(ApiError::Invalid(format!("`action` must be interrupt or rollback, not {other:?}"))),
+    }
+}
+
+/// The live run, or `None` when it already ended (and this process no longer follows it).
+async fn live_run(app: &App, thread: &str, run: &str) -> Result<Option<Arc<Live>>, ApiError> {
+    let record = run_record(app, thread, run).await?;
+    Ok(app.runs.get(run).filter(|_| !record.is_null()))
+}
+
+pub(super) async fn cancel(
+    State(app): State<Arc<App>>,
+    Path((thread, run)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = Query::parse(raw.as_deref());
+    let action = cancel_action(&query)?;
+    let wait = query.flag("wait")?.unwrap_or(false);
+    let live = live_run(&app, &thread, &run).await?;
+    let record = run_record(&app, &thread, &run).await?;
+    let ended = !matches!(record["status"].as_str(), Some("pending" | "running"));
+    match live {
+        Some(live) if !ended => {
+            live.cancel(action);
+            if wait {
+                return Ok(json(&result_of(&live.done().await)));
+            }
+        }
+        _ if ended => {
+            return Err(ApiError::Conflict(format!("Run {run} has already ended ({})", record["status"])));
+        }
+        _ => {
+            return Err(ApiError::Conflict(format!("Run {run} is executed by another server process")));
+        }
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+#[derive(Deserialize)]
+pub(super) struct CancelMany {
+    #[serde(default)]
+    thread_id: Option<String>,
+    #[serde(default)]
+    run_ids: Option<Vec<String>>,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+pub(super) async fn cancel_many(
+    State(app): State<Arc<App>>,
+    RawQuery(raw): RawQuery,
+    Body(body): Body<CancelMany>,
+) -> Result<Response, ApiError> {
+    let action = cancel_action(&Query::parse(raw.as_deref()))?;
+    let statuses: &[&str] = match (body.status.as_deref(), &body.run_ids) {
+        (Some(_), Some(_)) => return Err(ApiError::Invalid("give either `status` or `run_ids`, not both".into())),
+        (None | Some("all"), _) => &["pending", "running"],
+        (Some("pending"), _) => &["pending"],
+        (Some("running"), _) => &["running"],
+        (Some(other), _) => {
+            return Err(ApiError::Invalid(format!("`status` must be pending, running or all, not {other:?}")));
+        }
+    };
+    let (thread, ids) = (body.thread_id, body.run_ids);
+    let statuses: Vec<String> = statuses.iter().map(|s| (*s).to_owned()).collect();
+    let records = app
+        .meta
+        .call(move |conn| {
+            let mut out = Vec::new();
+            match (&thread, &ids) {
+                (_, Some(ids)) => {
+                    for id in ids {
+                        out.extend(meta::run_by_id(conn, id)?);
+                    }
+                }
+                (Some(thread), None) => out.extend(meta::runs_of(conn, thread, None, i64::MAX, 0)?),
+                (None, None) => {
+                    return Err(ApiError::Invalid("give `thread_id`, `run_ids` or both".into()));
+                }
+            }
+            Ok(out)
+        })
+        .await?;
+    for record in records {
+        if record["status"].as_str().is_some_and(|s| statuses.iter().any(|x| x == s))
+            && let Some(live) = record["run_id"].as_str().and_then(|id| app.runs.get(id))
+        {
+            live.cancel(action);
+        }
+    }
+    Ok(no_content())
+}
+
+pub(super) async fn join(
+    State(app): State<Arc<App>>,
+    Path((thread, run)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    if let Some(live) = live_run(&app, &thread, &run).await? {
+        return Ok(json(&result_of(&live.done().await)));
+    }
+    // Ended before this process followed it: the thread's values are the run's result.
+    let key = thread.clone();
+    let record = app.meta.call(move |conn| Ok(meta::thread(conn, &key)?)).await?;
+    Ok(json(&record.map_or(Value::Null, |t| t["values"].clone())))
+}
+
+pub(super) async fn join_stream(
+    State(app): State<Arc<App>>,
+    Path((thread, run)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let query = Query::parse(raw.as_deref());
+    let cancel = query.flag("cancel_on_disconnect")?.unwrap_or(false);
+    let Some(live) = live_run(&app, &thread, &run).await? else {
+        // The run ended and its events are gone: an empty stream, which clients read as done.
+        let ended = Arc::new(Live::new(run.clone(), thread, false));
+        ended.finish(crate::served::Outcome::Finished { values: Value::Null });
+        return Ok(event_stream(&ended, 0, false));
+    };
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::trim);
+    let from = match last {
+        // A resumable run replays what came after the last event the client saw, or
+        // everything; a run that is not resumable streams from now on.
+        _ if !live.resumable => live.len(),
+        None | Some("" | "-1" | "-") => 0,
+        Some(id) => id.parse::<usize>().map_or(0, |n| n + 1),
+    };
+    Ok(event_stream(&live, from, cancel))
+}

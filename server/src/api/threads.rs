@@ -1,0 +1,291 @@
+//! `/threads`: create, read, search, edit and delete threads; their state and history.
+
+use super::respond::{json, no_content, number, page};
+use crate::app::App;
+use crate::error::ApiError;
+use crate::meta::{self, contains};
+use crate::runs::Cancel;
+use crate::served::Served;
+use crate::wire::body::{Body, Query};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+pub(super) struct Create {
+    #[serde(default)]
+    thread_id: Option<String>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    if_exists: Option<String>,
+    #[serde(default)]
+    supersteps: Option<Vec<Superstep>>,
+}
+
+#[derive(Deserialize)]
+struct Superstep {
+    updates: Vec<SuperstepUpdate>,
+}
+
+#[derive(Deserialize)]
+struct SuperstepUpdate {
+    #[serde(default)]
+    values: Value,
+    #[serde(default)]
+    as_node: Option<String>,
+}
+
+pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>) -> Result<Response, ApiError> {
+    let raise = match body.if_exists.as_deref() {
+        None | Some("raise") => true,
+        Some("do_nothing") => false,
+        Some(other) => {
+            return Err(ApiError::Invalid(format!("`if_exists` must be raise or do_nothing, not {other:?}")));
+        }
+    };
+    let metadata = body.metadata.unwrap_or_default();
+    let graph_id = metadata.get("graph_id").and_then(Value::as_str).map(str::to_owned);
+    if let Some(graph_id) = &graph_id {
+        app.graph(graph_id)?;
+    }
+    if body.supersteps.as_ref().is_some_and(|s| !s.is_empty()) && graph_id.is_none() {
+        return Err(ApiError::BadRequest("`supersteps` need a graph: pass graph_id".into()));
+    }
+    let id = body.thread_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let (thread, inserted) = {
+        let (id, graph_id) = (id.clone(), graph_id.clone());
+        app.meta
+            .call(move |conn| {
+                let inserted = meta::insert_thread(conn, &id, &Value::Object(metadata), graph_id.as_deref())?;
+                if !inserted && raise {
+                    return Err(ApiError::Conflict(format!("Thread {id} already exists")));
+                }
+                Ok((meta::thread(conn, &id)?, inserted))
+            })
+            .await?
+    };
+    if let (true, Some(graph_id), Some(steps)) = (inserted, graph_id, body.supersteps) {
+        let graph = Arc::clone(app.graph(&graph_id)?);
+        for update in steps.into_iter().flat_map(|s| s.updates) {
+            graph.update_state(&id, update.values, update.as_node, None).await?;
+        }
+        return Ok(json(&refresh(&app, &graph, &id).await?));
+    }
+    Ok(json(&thread.unwrap_or(Value::Null)))
+}
+
+/// Re-reads a thread's state into its record (after an update); the thread as it now is.
+async fn refresh(app: &App, graph: &Arc<dyn Served>, id: &str) -> Result<Value, ApiError> {
+    let state = graph.state(id, None).await?;
+    let (values, interrupted, interrupts) = match &state {
+        Some(s) => {
+            let mut by_task = Map::new();
+            for task in s["tasks"].as_array().into_iter().flatten() {
+                if task["interrupts"].as_array().is_some_and(|i| !i.is_empty()) {
+                    by_task.insert(task["id"].as_str().unwrap_or_default().to_owned(), task["interrupts"].clone());
+                }
+            }
+            (s["values"].clone(), !by_task.is_empty(), Value::Object(by_task))
+        }
+        None => (Value::Null, false, json!({})),
+    };
+    let id = id.to_owned();
+    app.meta
+        .call(move |conn| {
+            let busy = !meta::open_runs(conn, &id)?.is_empty();
+            let status = if busy {
+                "busy"
+            } else if interrupted {
+                "interrupted"
+            } else {
+                "idle"
+            };
+            meta::set_thread_state(conn, &id, status, &values, &interrupts)?;
+            Ok(meta::thread(conn, &id)?.unwrap_or(Value::Null))
+        })
+        .await
+}
+
+async fn thread(app: &App, id: &str) -> Result<Value, ApiError> {
+    let key = id.to_owned();
+    app.meta.call(move |conn| Ok(meta::thread(conn, &key)?)).await?.ok_or_else(|| ApiError::thread_not_found(id))
+}
+
+pub(super) async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(json(&thread(&app, &id).await?))
+}
+
+pub(super) async fn update(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Body(patch): Body<Map<String, Value>>,
+) -> Result<Response, ApiError> {
+    let mut current = thread(&app, &id).await?;
+    if let (Some(Value::Object(new)), Value::Object(old)) = (patch.get("metadata"), &mut current["metadata"]) {
+        old.extend(new.clone());
+    }
+    let metadata = current["metadata"].clone();
+    let key = id.clone();
+    let updated = app
+        .meta
+        .call(move |conn| {
+            meta::set_thread_metadata(conn, &key, &metadata)?;
+            Ok(meta::thread(conn, &key)?)
+        })
+        .await?;
+    let minimal = headers.get("prefer").and_then(|v| v.to_str().ok()).is_some_and(|p| p.contains("return=minimal"));
+    Ok(if minimal { no_content() } else { json(&updated.unwrap_or(Value::Null)) })
+}
+
+pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    thread(&app, &id).await?;
+    let key = id.clone();
+    for run in app.meta.call(move |conn| Ok(meta::open_runs(conn, &key)?)).await? {
+        if let Some(live) = app.runs.get(&run) {
+            live.cancel(Cancel::Interrupt);
+            live.done().await;
+        }
+    }
+    app.saver.delete_thread(&id).await.map_err(|e| ApiError::Storage(e.to_string()))?;
+    app.meta.call(move |conn| Ok(meta::delete_thread(conn, &id)?)).await?;
+    Ok(no_content())
+}
+
+fn matches(thread: &Value, search: &Map<String, Value>) -> bool {
+    let metadata = search.get("metadata").and_then(Value::as_object);
+    let values = search.get("values").and_then(Value::as_object);
+    let ids = search.get("ids").and_then(Value::as_array);
+    metadata.is_none_or(|m| contains(&thread["metadata"], m))
+        && values.is_none_or(|v| contains(&thread["values"], v))
+        && ids.is_none_or(|ids| ids.contains(&thread["thread_id"]))
+        && search.get("status").and_then(Value::as_str).is_none_or(|s| thread["status"] == s)
+}
+
+async fn matching(app: &App, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+    let all = app.meta.call(|conn| Ok(meta::threads(conn)?)).await?;
+    Ok(all.into_iter().filter(|t| matches(t, search)).collect())
+}
+
+pub(super) async fn search(
+    State(app): State<Arc<App>>,
+    Body(search): Body<Map<String, Value>>,
+) -> Result<Response, ApiError> {
+    let found = matching(&app, &search).await?;
+    page(found, &search, "created_at", &["thread_id", "status", "created_at", "updated_at", "state_updated_at"])
+}
+
+pub(super) async fn count(
+    State(app): State<Arc<App>>,
+    Body(search): Body<Map<String, Value>>,
+) -> Result<Response, ApiError> {
+    Ok(json(&matching(&app, &search).await?.len().into()))
+}
+
+/// A thread with no checkpoint yet, as clients expect it.
+fn empty_state() -> Value {
+    json!({"values": {}, "next": [], "tasks": [], "metadata": {}, "created_at": null,
+        "checkpoint": null, "parent_checkpoint": null, "interrupts": []})
+}
+
+async fn state_of(app: &App, id: &str, checkpoint: Option<&str>) -> Result<Value, ApiError> {
+    let Some(graph) = app.thread_graph(id).await? else { return Ok(empty_state()) };
+    Ok(graph.state(id, checkpoint).await?.unwrap_or_else(empty_state))
+}
+
+pub(super) async fn state(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(json(&state_of(&app, &id, None).await?))
+}
+
+pub(super) async fn state_at(
+    State(app): State<Arc<App>>,
+    Path((id, checkpoint)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    Ok(json(&state_of(&app, &id, Some(&checkpoint)).await?))
+}
+
+pub(super) async fn state_at_body(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Body(body): Body<Map<String, Value>>,
+) -> Result<Response, ApiError> {
+    let checkpoint = body.get("checkpoint").and_then(|c| c.get("checkpoint_id")).and_then(Value::as_str);
+    Ok(json(&state_of(&app, &id, checkpoint).await?))
+}
+
+#[derive(Deserialize)]
+pub(super) struct UpdateState {
+    #[serde(default)]
+    values: Value,
+    #[serde(default)]
+    as_node: Option<String>,
+    #[serde(default)]
+    checkpoint: Option<Value>,
+    #[serde(default)]
+    checkpoint_id: Option<String>,
+}
+
+pub(super) async fn update_state(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Body(body): Body<UpdateState>,
+) -> Result<Response, ApiError> {
+    let current = thread(&app, &id).await?;
+    if current["status"] == "busy" {
+        return Err(ApiError::Conflict(format!(
+            "Thread {id} is running a task: update its state once the run has ended"
+        )));
+    }
+    let Some(graph) = app.thread_graph(&id).await? else {
+        return Err(ApiError::BadRequest(format!(
+            "Thread {id} has no graph yet: run it once, or create it with graph_id in its metadata"
+        )));
+    };
+    let values = match body.values {
+        Value::Array(_) => {
+            return Err(ApiError::Invalid(
+                "`values` must be one update (an object); lists of updates are not offered".into(),
+            ));
+        }
+        other => other,
+    };
+    let checkpoint =
+        body.checkpoint_id.or_else(|| body.checkpoint.as_ref()?.get("checkpoint_id")?.as_str().map(str::to_owned));
+    let new_id = graph.update_state(&id, values, body.as_node, checkpoint).await?;
+    refresh(&app, &graph, &id).await?;
+    Ok(json(&json!({"checkpoint": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": new_id}})))
+}
+
+async fn history_of(app: &App, id: &str, limit: usize, before: Option<String>) -> Result<Value, ApiError> {
+    thread(app, id).await?;
+    let Some(graph) = app.thread_graph(id).await? else { return Ok(json!([])) };
+    Ok(Value::Array(graph.history(id, limit, before).await?))
+}
+
+pub(super) async fn history(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Body(body): Body<Map<String, Value>>,
+) -> Result<Response, ApiError> {
+    let limit = number(&body, "limit", 10)?;
+    let before = match body.get("before") {
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(Value::Object(c)) => c.get("checkpoint_id").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    Ok(json(&history_of(&app, &id, limit, before).await?))
+}
+
+pub(super) async fn history_query(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = Query::parse(raw.as_deref());
+    let limit = query.number("limit")?.unwrap_or(10);
+    Ok(json(&history_of(&app, &id, limit, query.get("before").map(str::to_owned)).await?))
+}

@@ -1,0 +1,63 @@
+//! The state every request handler shares: the graphs, the storage, the runs in progress.
+
+use crate::error::ApiError;
+use crate::meta::{self, Meta};
+use crate::runs::Runs;
+use crate::served::Served;
+use graphwright::{Checkpointer, Store};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The namespace LangGraph derives a graph's default assistant id from (uuid5 of the graph id).
+const SYSTEM_ASSISTANTS: uuid::Uuid = uuid::uuid!("6ba7b821-9dad-11d1-80b4-00c04fd430c8");
+
+/// The id of a graph's default assistant, as LangGraph's server computes it.
+pub(crate) fn system_assistant_id(graph_id: &str) -> String {
+    uuid::Uuid::new_v5(&SYSTEM_ASSISTANTS, graph_id.as_bytes()).to_string()
+}
+
+pub(crate) struct App {
+    pub(crate) graphs: BTreeMap<String, Arc<dyn Served>>,
+    pub(crate) meta: Meta,
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) runs: Runs,
+    /// The largest request body accepted, in bytes.
+    pub(crate) body_limit: usize,
+}
+
+impl App {
+    /// The graph named `graph_id`.
+    pub(crate) fn graph(&self, graph_id: &str) -> Result<&Arc<dyn Served>, ApiError> {
+        self.graphs.get(graph_id).ok_or_else(|| {
+            let known: Vec<&str> = self.graphs.keys().map(String::as_str).collect();
+            ApiError::NotFound(format!("No graph named {graph_id:?}: this server serves {}", known.join(", ")))
+        })
+    }
+
+    /// An assistant, by its id or by the name of its graph (the graph's default assistant).
+    pub(crate) async fn assistant(&self, id: &str) -> Result<Value, ApiError> {
+        let id = if self.graphs.contains_key(id) { system_assistant_id(id) } else { id.to_owned() };
+        let looked_up = id.clone();
+        let found = self.meta.call(move |conn| Ok(meta::assistant(conn, &looked_up)?)).await?;
+        found.ok_or_else(|| {
+            let known: Vec<&str> = self.graphs.keys().map(String::as_str).collect();
+            ApiError::NotFound(format!(
+                "No assistant found for {id:?}: pass an assistant id or a graph name ({})",
+                known.join(", ")
+            ))
+        })
+    }
+
+    /// The graph of a thread's runs, if one has run or it was created for one.
+    pub(crate) async fn thread_graph(&self, thread: &str) -> Result<Option<Arc<dyn Served>>, ApiError> {
+        let id = thread.to_owned();
+        let graph = self.meta.call(move |conn| Ok(meta::thread_graph(conn, &id)?)).await?;
+        match graph {
+            None => Err(ApiError::thread_not_found(thread)),
+            Some(None) => Ok(None),
+            Some(Some(graph_id)) => Ok(self.graphs.get(&graph_id).cloned()),
+        }
+    }
+}

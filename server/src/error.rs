@@ -1,0 +1,112 @@
+//! Errors: what a request gets back (`{"detail": ..}` with the status LangGraph's clients map to
+//! their exception types), and what setting up a server can fail with.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// Why a request failed. Each variant maps to the status code LangGraph's clients turn into
+/// their typed exceptions (400 `BadRequestError`, 404 `NotFoundError`, 409 `ConflictError`,
+/// 422 `UnprocessableEntityError`, 5xx `InternalServerError`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// The request cannot be carried out as asked (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The thread, run, assistant or item does not exist (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request clashes with the current state: an id already taken, a thread already
+    /// running a task (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// The body or a parameter does not have the expected shape or values (422).
+    #[error("{0}")]
+    Invalid(String),
+    /// The body is larger than the server accepts (413).
+    #[error("{0}")]
+    TooLarge(String),
+    /// The endpoint exists in the Agent Server API but this server does not offer it (501).
+    #[error("{0}")]
+    NotImplemented(String),
+    /// The server's own storage failed (500); the request had no effect.
+    #[error("the server's storage failed: {0}")]
+    Storage(String),
+    /// A graph operation failed (500).
+    #[error("{0}")]
+    Graph(String),
+}
+
+impl ApiError {
+    /// The HTTP status this error is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
+            Self::Storage(_) | Self::Graph(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub(crate) fn thread_not_found(thread: &str) -> Self {
+        Self::NotFound(format!(
+            "Thread {thread} not found: create it first (POST /threads) or pass if_not_exists=\"create\""
+        ))
+    }
+
+    pub(crate) fn run_not_found(run: &str) -> Self {
+        Self::NotFound(format!("Run {run} not found"))
+    }
+}
+
+impl From<rusqlite::Error> for ApiError {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Storage(error.to_string())
+    }
+}
+
+impl From<graphwright::StoreError> for ApiError {
+    fn from(error: graphwright::StoreError) -> Self {
+        Self::Storage(error.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        (status, Json(serde_json::json!({ "detail": self.to_string() }))).into_response()
+    }
+}
+
+/// Why a server could not be set up or could not keep serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The database file could not be opened or prepared.
+    #[error("could not open the server's database {path}: {reason}")]
+    Database {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// Two graphs were given the same name.
+    #[error("two graphs are named `{0}`: give each graph its own name")]
+    DuplicateGraph(String),
+    /// The address could not be bound or the connection loop failed.
+    #[error("serving on {addr} failed: {source}")]
+    Io {
+        /// The address.
+        addr: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,59 @@
+//! Serve graphwright graphs behind the LangGraph Agent Server API, so that LangGraph's own
+//! clients (`langgraph-sdk` for Python, `@langchain/langgraph-sdk` for JavaScript, and chat UIs
+//! built on them) drive graphs written in Rust.
+//!
+//! ```no_run
+//! use graphwright::prelude::*;
+//! use graphwright_server::Server;
+//!
+//! #[graph]
+//! mod echo {
+//!     use graphwright::prelude::*;
+//!
+//!     #[state]
+//!     pub struct State {
+//!         #[reducer(messages)]
+//!         pub messages: Vec<Message>,
+//!     }
+//!
+//!     #[node(entry, next = END)]
+//!     fn reply(state: &State) -> StateUpdate {
+//!         let last = state.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+//!         StateUpdate::new().messages(vec![Message::assistant(format!("you said: {last}"))])
+//!     }
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let app = echo::graph().compile()?;
+//!     Server::new().graph("echo", app).sqlite("echo.db").serve("127.0.0.1:2024").await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! From Python, the same graph is then driven as any LangGraph deployment:
+//!
+//! ```text
+//! from langgraph_sdk import get_client
+//! client = get_client(url="http://127.0.0.1:2024")
+//! thread = await client.threads.create()
+//! async for part in client.runs.stream(thread["thread_id"], "echo",
+//!         input={"messages": [{"type": "human", "content": "hi"}]}, stream_mode="messages-tuple"):
+//!     print(part.event, part.data)
+//! ```
+//!
+//! What is served, and where it differs from LangGraph's server, is listed in the crate's
+//! README.
+
+mod api;
+mod app;
+mod error;
+mod meta;
+mod runs;
+mod served;
+mod server;
+mod time;
+mod wire;
+
+pub use error::{ApiError, ServerError};
+pub use server::{Bound, DEFAULT_BODY_LIMIT, Server};

@@ -1,0 +1,147 @@
+//! Executing one run: wait for the thread, run the graph, record how it ended, then let its
+//! followers go (a client that sees the stream close can read the run's final status).
+
+use super::live::Live;
+use crate::app::App;
+use crate::error::ApiError;
+use crate::meta;
+use crate::served::{Emitted, Outcome, RunSpec, Served, WireEvent};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+pub(super) struct Job {
+    pub(super) app: Arc<App>,
+    pub(super) graph: Arc<dyn Served>,
+    pub(super) spec: RunSpec,
+    pub(super) live: Arc<Live>,
+    /// A stateless run's thread, deleted when the run ends.
+    pub(super) temporary: bool,
+}
+
+/// How the graph part of a run ended.
+enum Ended {
+    Graph(Outcome),
+    Cancelled,
+}
+
+impl Job {
+    pub(super) async fn run(self) {
+        let lock = self.app.runs.lock_for(&self.spec.thread_id);
+        let ended = tokio::select! {
+            biased;
+            _ = self.live.cancelled() => Ended::Cancelled,
+            guard = lock.lock_owned() => {
+                let ended = self.execute().await;
+                drop(guard);
+                ended
+            }
+        };
+        let outcome = self.record(ended).await;
+        if let Outcome::Failed { error, message } = &outcome {
+            self.live.push(&WireEvent { name: "error".into(), data: json!({"error": error, "message": message}) });
+        }
+        self.live.finish(outcome);
+        self.app.runs.ended(&self.live.run_id);
+        if self.temporary {
+            let thread = self.spec.thread_id.clone();
+            if let Err(error) = self.app.saver.delete_thread(&thread).await {
+                tracing::warn!(%thread, %error, "could not delete a stateless run's checkpoints");
+            }
+            let result = self.app.meta.call(move |conn| Ok(meta::delete_thread(conn, &thread)?)).await;
+            if let Err(error) = result {
+                tracing::warn!(%error, "could not delete a stateless run's thread");
+            }
+        }
+    }
+
+    async fn execute(&self) -> Ended {
+        if self.live.cancel_requested().is_some() {
+            return Ended::Cancelled;
+        }
+        let run_id = self.live.run_id.clone();
+        if let Err(error) = self.app.meta.call(move |conn| Ok(meta::set_run_status(conn, &run_id, "running")?)).await {
+            return Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() });
+        }
+        let mut events = match self.graph.start(self.spec.clone()).await {
+            Ok(events) => events,
+            Err(error) => {
+                return Ended::Graph(Outcome::Failed { error: kind_of(&error).into(), message: error.to_string() });
+            }
+        };
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.live.cancelled() => return Ended::Cancelled,
+                item = events.next() => match item {
+                    Some(Emitted::Event(event)) => self.live.push(&event),
+                    Some(Emitted::Done(outcome)) => return Ended::Graph(outcome),
+                    None => return Ended::Graph(Outcome::Failed {
+                        error: "RunError".into(),
+                        message: "the run stopped without reporting how it ended".into(),
+                    }),
+                },
+            }
+        }
+    }
+
+    /// Stores how the run ended (its status, the thread's status, values and interrupts), and
+    /// returns the outcome its followers get.
+    async fn record(&self, ended: Ended) -> Outcome {
+        let thread = self.spec.thread_id.clone();
+        let state = self.graph.state(&thread, None).await;
+        let (values, interrupts) = match &state {
+            Ok(Some(state)) => (state["values"].clone(), interrupts_by_task(state)),
+            _ => (Value::Null, Map::new()),
+        };
+        let (run_status, thread_status, outcome) = match ended {
+            Ended::Graph(outcome @ Outcome::Finished { .. }) => ("success", "idle", outcome),
+            Ended::Graph(outcome @ Outcome::Interrupted { .. }) => ("success", "interrupted", outcome),
+            Ended::Graph(outcome @ Outcome::Failed { .. }) => ("error", "error", outcome),
+            Ended::Cancelled => {
+                let outcome = Outcome::Finished { values: values.clone() };
+                ("interrupted", if interrupts.is_empty() { "idle" } else { "interrupted" }, outcome)
+            }
+        };
+        let run_id = self.live.run_id.clone();
+        let interrupts = Value::Object(interrupts);
+        let stored = self
+            .app
+            .meta
+            .call(move |conn| {
+                let tx = conn.transaction()?;
+                meta::set_run_status(&tx, &run_id, run_status)?;
+                // Another run queued on the thread keeps it busy.
+                let status = if meta::open_runs(&tx, &thread)?.is_empty() { thread_status } else { "busy" };
+                meta::set_thread_state(&tx, &thread, status, &values, &interrupts)?;
+                tx.commit()?;
+                Ok(())
+            })
+            .await;
+        if let Err(error) = stored {
+            tracing::error!(run = %self.live.run_id, %error, "could not record how a run ended");
+        }
+        outcome
+    }
+}
+
+/// The pending interrupts of a `ThreadState`, by task id (a thread's `interrupts`).
+fn interrupts_by_task(state: &Value) -> Map<String, Value> {
+    let mut by_task = Map::new();
+    for task in state["tasks"].as_array().into_iter().flatten() {
+        if let (Some(id), Some(list)) = (task["id"].as_str(), task["interrupts"].as_array())
+            && !list.is_empty()
+        {
+            by_task.insert(id.to_owned(), Value::Array(list.clone()));
+        }
+    }
+    by_task
+}
+
+fn kind_of(error: &ApiError) -> &'static str {
+    match error {
+        ApiError::BadRequest(_) | ApiError::Invalid(_) => "ValueError",
+        ApiError::Storage(_) => "StorageError",
+        _ => "GraphError",
+    }
+}

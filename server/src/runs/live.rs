@@ -1,0 +1,151 @@
+//! A run in progress as its followers see it: the events so far (kept, so that a client who
+//! joins late or reconnects replays them), then its outcome.
+
+use crate::served::{Outcome, WireEvent};
+use futures::stream::{self, BoxStream, StreamExt};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::watch;
+
+/// One event as sent: its position in the run (the SSE `id`), its name and its JSON.
+#[derive(Debug)]
+pub(crate) struct Frame {
+    pub(crate) id: usize,
+    pub(crate) name: String,
+    pub(crate) data: String,
+}
+
+/// How a cancelled run is to end. LangGraph's `rollback` (delete the run and its checkpoints)
+/// is refused at the API until checkpointers can delete a run's checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cancel {
+    /// Stop; completed steps stay in the thread (run status `interrupted`).
+    Interrupt,
+}
+
+#[derive(Default)]
+struct Log {
+    frames: Vec<Arc<Frame>>,
+    outcome: Option<Outcome>,
+}
+
+/// A run's shared progress.
+pub(crate) struct Live {
+    pub(crate) run_id: String,
+    pub(crate) thread_id: String,
+    /// Whether a client may reconnect and replay (`stream_resumable`): its events carry ids.
+    pub(crate) resumable: bool,
+    log: Mutex<Log>,
+    /// Bumped on every change of the log, to wake followers.
+    tick: watch::Sender<usize>,
+    cancel: watch::Sender<Option<Cancel>>,
+}
+
+impl Live {
+    pub(crate) fn new(run_id: String, thread_id: String, resumable: bool) -> Arc<Self> {
+        Arc::new(Self {
+            run_id,
+            thread_id,
+            resumable,
+            log: Mutex::default(),
+            tick: watch::Sender::new(0),
+            cancel: watch::Sender::new(None),
+        })
+    }
+
+    fn log(&self) -> MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds an event.
+    pub(crate) fn push(&self, event: &WireEvent) {
+        let mut log = self.log();
+        let id = log.frames.len();
+        log.frames.push(Arc::new(Frame { id, name: event.name.clone(), data: event.data.to_string() }));
+        drop(log);
+        self.tick.send_modify(|n| *n += 1);
+    }
+
+    /// Ends the run: no event follows.
+    pub(crate) fn finish(&self, outcome: Outcome) {
+        self.log().outcome = Some(outcome);
+        self.tick.send_modify(|n| *n += 1);
+    }
+
+    /// The outcome, once the run has ended.
+    pub(crate) fn outcome(&self) -> Option<Outcome> {
+        self.log().outcome.clone()
+    }
+
+    /// Asks the run to stop.
+    pub(crate) fn cancel(&self, how: Cancel) {
+        self.cancel.send_if_modified(|slot| {
+            let first = slot.is_none();
+            if first {
+                *slot = Some(how);
+            }
+            first
+        });
+    }
+
+    /// Whether the run was asked to stop, and how.
+    pub(crate) fn cancel_requested(&self) -> Option<Cancel> {
+        *self.cancel.borrow()
+    }
+
+    /// Resolves once the run is asked to stop.
+    pub(crate) async fn cancelled(&self) -> Cancel {
+        let mut rx = self.cancel.subscribe();
+        loop {
+            if let Some(how) = *rx.borrow_and_update() {
+                return how;
+            }
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Waits for the outcome.
+    pub(crate) async fn done(&self) -> Outcome {
+        let mut rx = self.tick.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if let Some(outcome) = self.outcome() {
+                return outcome;
+            }
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// The events from position `from` on, live until the run ends.
+    pub(crate) fn follow(self: Arc<Self>, from: usize) -> BoxStream<'static, Arc<Frame>> {
+        let rx = self.tick.subscribe();
+        stream::unfold((self, from, rx), |(live, next, mut rx)| async move {
+            loop {
+                rx.borrow_and_update();
+                {
+                    let log = live.log();
+                    if let Some(frame) = log.frames.get(next) {
+                        let frame = Arc::clone(frame);
+                        drop(log);
+                        return Some((frame, (live, next + 1, rx)));
+                    }
+                    if log.outcome.is_some() {
+                        return None;
+                    }
+                }
+                if rx.changed().await.is_err() {
+                    return None;
+                }
+            }
+        })
+        .boxed()
+    }
+
+    /// How many events there are so far.
+    pub(crate) fn len(&self) -> usize {
+        self.log().frames.len()
+    }
+}

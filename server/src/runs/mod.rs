@@ -1,0 +1,203 @@
+//! Runs: accepted, queued per thread, executed, followed, cancelled.
+
+mod exec;
+pub(crate) mod live;
+pub(crate) mod request;
+
+pub(crate) use live::{Cancel, Live};
+
+use crate::app::App;
+use crate::error::ApiError;
+use crate::meta::{self, RunRow};
+use crate::served::{RunSpec, Start};
+use request::{Multitask, RunCreate};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// How many ended runs keep their events for late joiners.
+const KEPT_ENDED: usize = 256;
+
+/// The runs this process executes.
+#[derive(Default)]
+pub(crate) struct Runs {
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    ended: Mutex<VecDeque<String>>,
+    /// One lock per thread: its runs execute one at a time, in order.
+    threads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Runs {
+    /// A run of this process, in progress or recently ended.
+    pub(crate) fn get(&self, run_id: &str) -> Option<Arc<Live>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).get(run_id).cloned()
+    }
+
+    fn add(&self, live: &Arc<Live>) {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).insert(live.run_id.clone(), Arc::clone(live));
+    }
+
+    /// Forgets a run's events (the run was deleted).
+    pub(crate) fn forget(&self, run_id: &str) {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(run_id);
+    }
+
+    /// Keeps an ended run's events for a while, forgetting the oldest ended run beyond the limit.
+    fn ended(&self, run_id: &str) {
+        let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        ended.push_back(run_id.to_owned());
+        while ended.len() > KEPT_ENDED {
+            if let Some(old) = ended.pop_front() {
+                self.forget(&old);
+            }
+        }
+    }
+
+    fn lock_for(&self, thread: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+        // Locks nobody holds or waits for are dropped, so the map stays as small as the set of
+        // busy threads.
+        threads.retain(|_, lock| Arc::strong_count(lock) > 1);
+        Arc::clone(threads.entry(thread.to_owned()).or_default())
+    }
+}
+
+/// A run accepted: its record and its progress.
+pub(crate) struct Accepted {
+    pub(crate) run: Value,
+    pub(crate) live: Arc<Live>,
+}
+
+/// Creates a run on `thread` (a temporary thread when `None`: a stateless run) and starts it
+/// once the thread is free.
+pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Accepted, ApiError> {
+    let assistant = app.assistant(&body.assistant_id).await?;
+    let graph_id = assistant["graph_id"].as_str().unwrap_or_default().to_owned();
+    let assistant_id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
+    let graph = Arc::clone(app.graph(&graph_id)?);
+    let modes = body.modes()?;
+    let multitask = body.multitask()?;
+    if multitask == Multitask::Rollback {
+        return Err(ApiError::Invalid(
+            "multitask_strategy \"rollback\" is not offered yet: use \"interrupt\" (the in-flight run stops and keeps its finished steps), \"reject\" or \"enqueue\"".into(),
+        ));
+    }
+    for (field, nodes) in [("interrupt_before", &body.interrupt_before), ("interrupt_after", &body.interrupt_after)] {
+        if nodes.clone().is_some_and(|n| !n.into_vec().is_empty()) {
+            return Err(ApiError::Invalid(format!(
+                "`{field}` per run is not offered yet: declare the breakpoint on the node (`#[node({field})]`)"
+            )));
+        }
+    }
+    let temporary = thread.is_none();
+    if temporary && body.command.is_some() {
+        return Err(ApiError::BadRequest("You must provide a thread_id when resuming.".into()));
+    }
+    let keep = body.keeps_thread()?;
+    let thread_id = thread.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let start = match (&body.command, &body.input) {
+        (Some(command), _) => {
+            Start::Command { resume: command.resume.clone(), update: command.update.clone(), goto: body.goto()? }
+        }
+        (None, Some(input)) if !input.is_null() => Start::Input(input.clone()),
+        // No input: continue the thread (from a breakpoint, say), or start from the defaults.
+        (None, _) if !temporary => Start::Command { resume: None, update: None, goto: Vec::new() },
+        (None, _) => Start::Input(json!({})),
+    };
+    let context = match body.context()? {
+        Some(context) => Some(context),
+        None => Some(assistant["context"].clone()).filter(|c| c.as_object().is_some_and(|o| !o.is_empty())),
+    };
+    let spec = RunSpec {
+        thread_id: thread_id.clone(),
+        run_id: run_id.clone(),
+        start,
+        modes,
+        checkpoint_id: body.checkpoint_id(),
+        context,
+        recursion_limit: body.recursion_limit()?,
+    };
+    graph.validate(&spec)?;
+    let kwargs = kwargs_of(&body);
+    let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));
+    let creates = temporary || body.creates_thread()?;
+    let row = Row { run_id: run_id.clone(), thread_id: thread_id.clone(), graph_id, assistant_id, metadata, kwargs };
+    let (run, superseded) = app.meta.call(move |conn| register(conn, &row, creates, multitask)).await?;
+    for id in superseded {
+        if let Some(other) = app.runs.get(&id) {
+            other.cancel(Cancel::Interrupt);
+        }
+    }
+    let live = Live::new(run_id.clone(), thread_id.clone(), body.stream_resumable.unwrap_or(false));
+    live.push(&crate::served::WireEvent { name: "metadata".into(), data: json!({"run_id": run_id, "attempt": 1}) });
+    app.runs.add(&live);
+    let job = exec::Job { app: Arc::clone(app), graph, spec, live: Arc::clone(&live), temporary: temporary && !keep };
+    tokio::spawn(job.run());
+    Ok(Accepted { run, live })
+}
+
+/// What a new run's record holds.
+struct Row {
+    run_id: String,
+    thread_id: String,
+    graph_id: String,
+    assistant_id: String,
+    metadata: Value,
+    kwargs: Value,
+}
+
+/// Records a new run in one transaction (so that two requests cannot both find the thread
+/// free): creates its thread when asked, checks the thread's graph and its runs in flight
+/// against the multitask strategy, and marks the thread busy. Returns the run's record and the
+/// runs the new one supersedes.
+fn register(
+    conn: &mut rusqlite::Connection,
+    row: &Row,
+    creates: bool,
+    multitask: Multitask,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let Row { run_id, thread_id, graph_id, assistant_id, metadata, kwargs } = row;
+    let tx = conn.transaction()?;
+    match meta::thread_graph(&tx, thread_id)? {
+        None if creates => {
+            let meta = json!({"graph_id": graph_id, "assistant_id": assistant_id});
+            meta::insert_thread(&tx, thread_id, &meta, Some(graph_id))?;
+        }
+        None => return Err(ApiError::thread_not_found(thread_id)),
+        Some(Some(other)) if other != *graph_id => {
+            return Err(ApiError::Conflict(format!(
+                "Thread {thread_id} holds a run of graph {other:?}; graph {graph_id:?} cannot continue it: use a new thread"
+            )));
+        }
+        Some(_) => meta::set_thread_graph(&tx, thread_id, graph_id)?,
+    }
+    let open = meta::open_runs(&tx, thread_id)?;
+    if !open.is_empty() && multitask == Multitask::Reject {
+        return Err(ApiError::Conflict(format!(
+            "Thread {thread_id} is already running a task (run {}): wait for it to finish, or pass multitask_strategy \"enqueue\" or \"interrupt\"",
+            open[0]
+        )));
+    }
+    let record = RunRow { run_id, thread_id, assistant_id, metadata, kwargs, multitask_strategy: multitask.as_str() };
+    let run = meta::insert_run(&tx, &record)?;
+    meta::set_thread_status(&tx, thread_id, "busy")?;
+    tx.commit()?;
+    let superseded = if multitask == Multitask::Interrupt { open } else { Vec::new() };
+    Ok((run, superseded))
+}
+
+/// The request as stored in the run's `kwargs`.
+fn kwargs_of(body: &RunCreate) -> Value {
+    let command = body.command.as_ref().map(|c| json!({"resume": c.resume, "update": c.update, "goto": c.goto}));
+    json!({
+        "input": body.input,
+        "command": command,
+        "config": body.config,
+        "context": body.context,
+        "stream_mode": body.stream_mode.clone().map(request::OneOrMany::into_vec),
+        "subgraphs": body.stream_subgraphs.unwrap_or(false),
+        "resumable": body.stream_resumable.unwrap_or(false),
+        "checkpoint_id": body.checkpoint_id(),
+    })
+}

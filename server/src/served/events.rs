@@ -1,0 +1,227 @@
+//! A run's events in the wire's terms: event names, LangChain message chunks, the metadata
+//! clients read from `messages` events, and the interrupt events LangGraph's server adds.
+
+use super::snapshot::{interrupt, to_wire};
+use super::{Modes, Outcome, WireEvent};
+use crate::time;
+use crate::wire::messages::{fields_to_wire, message_to_wire};
+use graphwright::{Event, EventKind, GraphError, State};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+
+/// Turns one run's events into wire events.
+pub(crate) struct Translator {
+    modes: Modes,
+    run_id: String,
+    thread_id: String,
+    fields: &'static [&'static str],
+    /// Replies whose text already went out as chunks: their complete form is not sent again.
+    streamed: HashSet<String>,
+    /// The last values, for `checkpoints` events.
+    values: Value,
+}
+
+impl Translator {
+    pub(crate) fn new(modes: Modes, run_id: String, thread_id: String, fields: &'static [&'static str]) -> Self {
+        Self { modes, run_id, thread_id, fields, streamed: HashSet::new(), values: Value::Null }
+    }
+
+    /// The wire events for `event` (none for modes the client did not ask for), or the run's
+    /// outcome for a terminal event.
+    pub(crate) fn translate<S: State>(&mut self, event: Event<S>, out: &mut Vec<WireEvent>) -> Option<Outcome> {
+        let ns = namespace(&event.namespace);
+        let step = event.step;
+        let m = self.modes;
+        match event.kind {
+            EventKind::Values(state) => {
+                self.values = to_wire(&state, self.fields);
+                if m.values {
+                    out.push(named("values", &ns, self.values.clone()));
+                }
+            }
+            EventKind::SubgraphValues(mut values) => {
+                fields_to_wire(&mut values, self.fields);
+                if m.values {
+                    out.push(named("values", &ns, values));
+                }
+            }
+            EventKind::Update { node, update } => {
+                let update = to_wire(&update, self.fields);
+                self.whole_messages(&node, step, &ns, &update, out);
+                if m.updates {
+                    out.push(named("updates", &ns, json!({ node: update })));
+                }
+            }
+            EventKind::SubgraphUpdate { node, mut update } => {
+                fields_to_wire(&mut update, self.fields);
+                self.whole_messages(&node, step, &ns, &update, out);
+                if m.updates {
+                    out.push(named("updates", &ns, json!({ node: update })));
+                }
+            }
+            EventKind::Custom { value, .. } if m.custom => out.push(named("custom", &ns, value)),
+            EventKind::Tool { node, event } if m.custom => {
+                let mut value = serde_json::to_value(&event).unwrap_or(Value::Null);
+                if let Value::Object(o) = &mut value {
+                    o.insert("node".into(), node.into());
+                }
+                out.push(named("custom", &ns, json!({"type": "tool", "data": value})));
+            }
+            EventKind::Message { node, message_id, delta } if m.messages => {
+                self.streamed.insert(message_id.clone());
+                let chunk = chunk(&message_id, &delta, &[]);
+                out.push(named("messages", &ns, json!([chunk, self.metadata(&node, step, &ns)])));
+            }
+            EventKind::ToolCallDelta { node, message_id, index, id, name, arguments } if m.messages => {
+                self.streamed.insert(message_id.clone());
+                let call =
+                    json!({"index": index, "id": id, "name": name, "args": arguments, "type": "tool_call_chunk"});
+                let chunk = chunk(&message_id, "", &[call]);
+                out.push(named("messages", &ns, json!([chunk, self.metadata(&node, step, &ns)])));
+            }
+            EventKind::TaskStarted { node, task } => {
+                let payload = json!({"id": self.task_id(step, task), "name": node, "input": null, "triggers": []});
+                self.task_event("task", step, &ns, payload, out);
+            }
+            EventKind::TaskFinished { node, task, error, interrupted, result } => {
+                let result = result.map(|r| pairs(to_wire(&r, self.fields))).unwrap_or_default();
+                let interrupts: Vec<Value> = if interrupted { vec![json!({"value": null})] } else { Vec::new() };
+                let payload = json!({"id": self.task_id(step, task), "name": node, "error": error,
+                    "interrupts": interrupts, "result": result});
+                self.task_event("task_result", step, &ns, payload, out);
+            }
+            EventKind::Checkpoint { id, step: at, source } => {
+                let config =
+                    json!({"configurable": {"thread_id": self.thread_id, "checkpoint_ns": "", "checkpoint_id": id}});
+                let payload = json!({"config": config, "metadata": {"step": at, "source": source.as_str()},
+                    "values": self.values, "next": [], "parent_config": null, "tasks": []});
+                if m.checkpoints {
+                    out.push(named("checkpoints", &ns, payload.clone()));
+                }
+                if m.debug {
+                    out.push(named("debug", &ns, debug("checkpoint", step, &payload)));
+                }
+            }
+            EventKind::Finished { state, .. } => {
+                return Some(Outcome::Finished { values: to_wire(&state, self.fields) });
+            }
+            EventKind::Interrupted { state, interrupts } => {
+                let interrupts: Vec<Value> = interrupts.iter().map(interrupt).collect();
+                // LangGraph's server reports a pause on the stream as an `__interrupt__` update,
+                // or as values when the client did not ask for updates.
+                let pause = json!({"__interrupt__": interrupts});
+                out.push(named(if m.updates { "updates" } else { "values" }, "", pause));
+                return Some(Outcome::Interrupted { values: to_wire(&state, self.fields), interrupts });
+            }
+            EventKind::Failed(error) => return Some(failed(&error)),
+            EventKind::Cancelled => {
+                return Some(Outcome::Failed {
+                    error: "CancelledError".into(),
+                    message: "the run was cancelled".into(),
+                });
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// In `messages` mode, LangGraph also sends each message a node wrote that was not
+    /// streamed token by token (a tool's result, a scripted reply), whole.
+    fn whole_messages(&mut self, node: &str, step: u64, ns: &str, update: &Value, out: &mut Vec<WireEvent>) {
+        if !self.modes.messages {
+            return;
+        }
+        for field in self.fields {
+            let written = match update.get(*field) {
+                Some(Value::Object(o)) if o.contains_key("$overwrite") => &o["$overwrite"],
+                Some(v) => v,
+                None => continue,
+            };
+            let items = match written {
+                Value::Array(items) => items.as_slice(),
+                single => std::slice::from_ref(single),
+            };
+            for message in items.iter().filter(|m| m.is_object()) {
+                let id = message.get("id").and_then(Value::as_str).unwrap_or_default();
+                if self.streamed.contains(id) || message.get("type").and_then(Value::as_str) == Some("remove") {
+                    continue;
+                }
+                out.push(named("messages", ns, json!([message, self.metadata(node, step, ns)])));
+            }
+        }
+    }
+
+    fn task_event(&self, kind: &str, step: u64, ns: &str, payload: Value, out: &mut Vec<WireEvent>) {
+        if self.modes.debug {
+            out.push(named("debug", ns, debug(kind, step, &payload)));
+        }
+        if self.modes.tasks {
+            out.push(named("tasks", ns, payload));
+        }
+    }
+
+    fn task_id(&self, step: u64, task: u32) -> String {
+        let key = format!("{}:{step}:{task}", self.run_id);
+        uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).to_string()
+    }
+
+    fn metadata(&self, node: &str, step: u64, ns: &str) -> Value {
+        json!({
+            "langgraph_node": node,
+            "langgraph_step": step,
+            "langgraph_checkpoint_ns": ns,
+            "checkpoint_ns": ns,
+            "thread_id": self.thread_id,
+            "run_id": self.run_id,
+        })
+    }
+}
+
+/// A run that failed, as the wire's `error` event says it.
+pub(crate) fn failed(error: &GraphError) -> Outcome {
+    let debug = format!("{error:?}");
+    let kind = debug.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("GraphError").to_owned();
+    Outcome::Failed { error: kind, message: error.to_string() }
+}
+
+fn named(mode: &str, ns: &str, data: Value) -> WireEvent {
+    let name = if ns.is_empty() { mode.to_owned() } else { format!("{mode}|{ns}") };
+    WireEvent { name, data }
+}
+
+fn debug(kind: &str, step: u64, payload: &Value) -> Value {
+    json!({"type": kind, "timestamp": time::now(), "step": step, "payload": payload})
+}
+
+/// The namespace as LangGraph writes it: `node:task-uuid` per level, joined by `|`.
+fn namespace(levels: &[String]) -> String {
+    levels
+        .iter()
+        .map(|level| match level.split_once(':') {
+            Some((node, rest)) => {
+                format!("{node}:{}", uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, rest.as_bytes()))
+            }
+            None => level.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// A streamed piece of a reply, as LangChain's `AIMessageChunk`.
+fn chunk(id: &str, text: &str, calls: &[Value]) -> Value {
+    let mut message = json!({"id": id, "role": "assistant", "content": text});
+    message_to_wire(&mut message);
+    if let Value::Object(m) = &mut message {
+        m.insert("type".into(), "AIMessageChunk".into());
+        m.insert("tool_call_chunks".into(), Value::Array(calls.to_vec()));
+    }
+    message
+}
+
+/// An update as the list of `[channel, value]` pairs LangGraph's task results carry.
+fn pairs(update: Value) -> Value {
+    match update {
+        Value::Object(fields) => Value::Array(fields.into_iter().map(|(k, v)| json!([k, v])).collect()),
+        other => other,
+    }
+}

@@ -1,0 +1,220 @@
+//! [`Served`] for a [`CompiledGraph`].
+
+use super::events::Translator;
+use super::snapshot::thread_state;
+use super::{Emitted, Modes, RunSpec, Schemas, Served, Start};
+use crate::error::ApiError;
+use crate::wire::messages::fields_from_wire;
+use futures::future::BoxFuture;
+use futures::stream::{self, BoxStream, StreamExt};
+use graphwright::checkpoint::ListFilter;
+use graphwright::{
+    Checkpointer, CompiledGraph, Drawing, GraphError, Resume, RunCommand, RunConfig, RunInput, State, Store,
+    StreamMode, StreamModes,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Erases a graph's types for the server.
+pub(crate) fn erase<S, C>(graph: CompiledGraph<S, C>, schemas: Schemas) -> Arc<dyn Served>
+where
+    S: State,
+    C: DeserializeOwned + Send + Sync + 'static,
+{
+    Arc::new(Handle { graph, schemas })
+}
+
+/// The schemas of a graph whose state and context types describe themselves. The input
+/// schema is the state's with nothing required: an input writes any subset of the fields.
+pub(crate) fn schemas_of<S: schemars::JsonSchema, C: schemars::JsonSchema>() -> Schemas {
+    let state = serde_json::to_value(schemars::schema_for!(S)).unwrap_or(Value::Null);
+    let mut input = state.clone();
+    if let Value::Object(o) = &mut input {
+        o.remove("required");
+    }
+    let context = serde_json::to_value(schemars::schema_for!(C)).unwrap_or(Value::Null);
+    Schemas { input, state, context }
+}
+
+struct Handle<S: State, C> {
+    graph: CompiledGraph<S, C>,
+    schemas: Schemas,
+}
+
+impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Handle<S, C> {
+    fn update(value: Value) -> Result<S::Update, ApiError> {
+        let mut value = value;
+        fields_from_wire(&mut value, S::MESSAGE_FIELDS);
+        serde_json::from_value(value)
+            .map_err(|e| ApiError::Invalid(format!("the input does not fit the graph's state: {e}")))
+    }
+
+    fn config(spec: &RunSpec) -> Result<RunConfig<C>, ApiError> {
+        let mut cfg = RunConfig::thread(spec.thread_id.as_str());
+        if let Some(context) = spec.context.clone().filter(|c| !is_empty(c)) {
+            let context = serde_json::from_value(context)
+                .map_err(|e| ApiError::Invalid(format!("the context does not fit the graph's context type: {e}")))?;
+            cfg = cfg.context(context);
+        }
+        if let Some(limit) = spec.recursion_limit {
+            cfg = cfg.recursion_limit(limit);
+        }
+        if let Some(id) = &spec.checkpoint_id {
+            cfg = cfg.checkpoint(id.as_str());
+        }
+        Ok(cfg)
+    }
+
+    /// A resume value: a map from pending interrupt ids to answers when its keys are exactly
+    /// such ids (LangGraph's rule for several pending interrupts), the answer itself otherwise.
+    async fn answer(&self, cfg: &RunConfig<C>, resume: Value) -> Result<Resume, ApiError> {
+        let Value::Object(map) = &resume else { return Ok(Resume::Value(resume)) };
+        let snapshot = self.graph.get_state(cfg).await.map_err(graph_error)?;
+        let pending: Vec<&str> =
+            snapshot.as_ref().map(|s| s.interrupts.iter().map(|i| i.id.as_str()).collect()).unwrap_or_default();
+        if !map.is_empty() && map.keys().all(|k| pending.contains(&k.as_str())) {
+            Ok(Resume::by_id(map.clone()))
+        } else {
+            Ok(Resume::Value(resume))
+        }
+    }
+
+    async fn input(&self, cfg: &RunConfig<C>, start: Start) -> Result<RunInput<S>, ApiError> {
+        Ok(match start {
+            Start::Input(value) => RunInput::Update(Self::update(value)?),
+            Start::Command { resume, update, goto } => {
+                let mut command = RunCommand::new().goto(goto);
+                if let Some(resume) = resume {
+                    command = command.answer(self.answer(cfg, resume).await?);
+                }
+                if let Some(update) = update {
+                    command = command.update(Self::update(update)?);
+                }
+                RunInput::Command(command)
+            }
+        })
+    }
+}
+
+fn is_empty(value: &Value) -> bool {
+    value.is_null() || value.as_object().is_some_and(serde_json::Map::is_empty)
+}
+
+pub(crate) fn graph_error(error: GraphError) -> ApiError {
+    match error {
+        GraphError::NoThread { .. }
+        | GraphError::NothingToResume { .. }
+        | GraphError::Resume { .. }
+        | GraphError::UpdateState { .. }
+        | GraphError::Goto { .. } => ApiError::BadRequest(error.to_string()),
+        GraphError::ThreadBusy { .. } => ApiError::Conflict(error.to_string()),
+        other => ApiError::Graph(other.to_string()),
+    }
+}
+
+fn stream_modes(m: Modes) -> StreamModes {
+    let mut modes = StreamModes::default();
+    let mut add = |on: bool, mode: StreamMode| {
+        if on {
+            modes = modes | mode;
+        }
+    };
+    add(m.values || m.checkpoints, StreamMode::Values);
+    add(m.updates || m.messages, StreamMode::Updates);
+    add(m.messages, StreamMode::Messages);
+    add(m.custom, StreamMode::Custom);
+    add(m.tasks || m.debug, StreamMode::Tasks);
+    add(m.checkpoints || m.debug, StreamMode::Checkpoints);
+    add(m.subgraphs, StreamMode::Subgraphs);
+    modes
+}
+
+impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Served for Handle<S, C> {
+    fn drawing(&self) -> Drawing {
+        self.graph.drawing()
+    }
+
+    fn schemas(&self) -> Schemas {
+        self.schemas.clone()
+    }
+
+    fn validate(&self, spec: &RunSpec) -> Result<(), ApiError> {
+        Self::config(spec)?;
+        match &spec.start {
+            Start::Input(value) => Self::update(value.clone()).map(drop),
+            Start::Command { update: Some(update), .. } => Self::update(update.clone()).map(drop),
+            Start::Command { .. } => Ok(()),
+        }
+    }
+
+    fn start(&self, spec: RunSpec) -> BoxFuture<'_, Result<BoxStream<'static, Emitted>, ApiError>> {
+        Box::pin(async move {
+            let cfg = Self::config(&spec)?;
+            let input = self.input(&cfg, spec.start).await?;
+            let events = self.graph.stream(input, &cfg, stream_modes(spec.modes));
+            let mut translator = Translator::new(spec.modes, spec.run_id, spec.thread_id, S::MESSAGE_FIELDS);
+            let emitted = events.flat_map(move |event| {
+                let mut out = Vec::new();
+                let done = translator.translate(event, &mut out);
+                stream::iter(out.into_iter().map(Emitted::Event).chain(done.map(Emitted::Done)))
+            });
+            Ok(emitted.boxed())
+        })
+    }
+
+    fn state<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+        Box::pin(async move {
+            let mut cfg = RunConfig::<C>::thread(thread);
+            if let Some(id) = checkpoint {
+                cfg = cfg.checkpoint(id);
+            }
+            let snapshot = self.graph.get_state(&cfg).await.map_err(|e| match e {
+                GraphError::NothingToResume { .. } => {
+                    ApiError::NotFound(format!("Thread {thread} has no checkpoint {}", checkpoint.unwrap_or_default()))
+                }
+                other => graph_error(other),
+            })?;
+            Ok(snapshot.map(|s| thread_state(thread, &s)))
+        })
+    }
+
+    fn history<'a>(
+        &'a self,
+        thread: &'a str,
+        limit: usize,
+        before: Option<String>,
+    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>> {
+        Box::pin(async move {
+            let filter = ListFilter { before, limit: Some(limit), ..ListFilter::default() };
+            let cfg = RunConfig::<C>::thread(thread);
+            let history = self.graph.state_history_filtered(&cfg, &filter).await.map_err(graph_error)?;
+            Ok(history.iter().map(|s| thread_state(thread, s)).collect())
+        })
+    }
+
+    fn update_state<'a>(
+        &'a self,
+        thread: &'a str,
+        values: Value,
+        as_node: Option<String>,
+        checkpoint: Option<String>,
+    ) -> BoxFuture<'a, Result<String, ApiError>> {
+        Box::pin(async move {
+            let update = Self::update(values)?;
+            let mut cfg = RunConfig::<C>::thread(thread);
+            if let Some(id) = checkpoint {
+                cfg = cfg.checkpoint(id);
+            }
+            self.graph.update_state(&cfg, update, as_node.as_deref()).await.map_err(graph_error)
+        })
+    }
+
+    fn rebind(&self, saver: Arc<dyn Checkpointer>, store: Arc<dyn Store>) -> Arc<dyn Served> {
+        Arc::new(Handle { graph: self.graph.with_checkpointer(saver).with_store(store), schemas: self.schemas.clone() })
+    }
+}

@@ -1,0 +1,118 @@
+//! A graph as the server sees it: JSON in, JSON out, whatever its state and context types.
+
+mod events;
+mod graph;
+mod snapshot;
+
+pub(crate) use graph::{erase, schemas_of};
+
+use crate::error::ApiError;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use graphwright::{Checkpointer, Drawing, Store};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What a run starts from.
+#[derive(Clone, Debug)]
+pub(crate) enum Start {
+    /// A new input (an update of the state, as JSON).
+    Input(Value),
+    /// Continue the thread: answer interrupts, apply an update, go to nodes.
+    Command { resume: Option<Value>, update: Option<Value>, goto: Vec<String> },
+}
+
+/// The stream modes a client asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools)] // one flag per mode of the wire protocol
+pub(crate) struct Modes {
+    pub(crate) values: bool,
+    pub(crate) updates: bool,
+    pub(crate) messages: bool,
+    pub(crate) custom: bool,
+    pub(crate) tasks: bool,
+    pub(crate) checkpoints: bool,
+    pub(crate) debug: bool,
+    pub(crate) subgraphs: bool,
+}
+
+/// Everything a run needs from the request.
+#[derive(Clone, Debug)]
+pub(crate) struct RunSpec {
+    pub(crate) thread_id: String,
+    pub(crate) run_id: String,
+    pub(crate) start: Start,
+    pub(crate) modes: Modes,
+    pub(crate) checkpoint_id: Option<String>,
+    pub(crate) context: Option<Value>,
+    pub(crate) recursion_limit: Option<u64>,
+}
+
+/// One event on a run's stream, named as the wire names it (`values`, `updates|node:task`, ..).
+#[derive(Clone, Debug)]
+pub(crate) struct WireEvent {
+    pub(crate) name: String,
+    pub(crate) data: Value,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+pub(crate) enum Outcome {
+    /// The graph finished; its final values.
+    Finished { values: Value },
+    /// The graph paused at interrupts; the values then, and the interrupts as the wire shows them.
+    Interrupted { values: Value, interrupts: Vec<Value> },
+    /// The run failed; the error's kind and message.
+    Failed { error: String, message: String },
+}
+
+/// What a started run yields: events, then exactly one outcome.
+#[derive(Debug)]
+pub(crate) enum Emitted {
+    Event(WireEvent),
+    Done(Outcome),
+}
+
+/// The JSON Schemas a graph is described by (`null` where the server was not given them).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Schemas {
+    pub(crate) input: Value,
+    pub(crate) state: Value,
+    pub(crate) context: Value,
+}
+
+/// A compiled graph behind the server, its types erased.
+pub(crate) trait Served: Send + Sync + 'static {
+    /// Its nodes and edges.
+    fn drawing(&self) -> Drawing;
+    /// Its input, state and context schemas.
+    fn schemas(&self) -> Schemas;
+    /// Checks a run's input and context before the run is accepted.
+    fn validate(&self, spec: &RunSpec) -> Result<(), ApiError>;
+    /// Starts a run; dropping the stream cancels it.
+    fn start(&self, spec: RunSpec) -> BoxFuture<'_, Result<BoxStream<'static, Emitted>, ApiError>>;
+    /// The thread's state (at `checkpoint`, or its latest), as a `ThreadState`; `None` for a
+    /// thread with no checkpoint.
+    fn state<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<Value>, ApiError>>;
+    /// The thread's checkpoints, newest first, as `ThreadState`s.
+    fn history<'a>(
+        &'a self,
+        thread: &'a str,
+        limit: usize,
+        before: Option<String>,
+    ) -> BoxFuture<'a, Result<Vec<Value>, ApiError>>;
+    /// Applies `values` as if `as_node` had written them; the new checkpoint's id.
+    fn update_state<'a>(
+        &'a self,
+        thread: &'a str,
+        values: Value,
+        as_node: Option<String>,
+        checkpoint: Option<String>,
+    ) -> BoxFuture<'a, Result<String, ApiError>>;
+    /// The same graph over the server's storage.
+    fn rebind(&self, saver: Arc<dyn Checkpointer>, store: Arc<dyn Store>) -> Arc<dyn Served>;
+}

@@ -1,0 +1,60 @@
+//! A thread's state as the wire shows it (`ThreadState`).
+
+use crate::time;
+use crate::wire::messages::fields_to_wire;
+use graphwright::{Interrupt, State, StateSnapshot};
+use serde_json::{Value, json};
+
+/// An interrupt as clients read it.
+pub(crate) fn interrupt(interrupt: &Interrupt) -> Value {
+    json!({"value": interrupt.value, "id": interrupt.id})
+}
+
+/// A task's id: stable for the checkpoint and the task's position, a UUID as clients expect.
+pub(crate) fn task_id(checkpoint: &str, index: u32) -> String {
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, format!("{checkpoint}:{index}").as_bytes()).to_string()
+}
+
+/// A value converted to JSON, its message fields in the clients' shape.
+pub(crate) fn to_wire<T: serde::Serialize>(value: &T, message_fields: &[&str]) -> Value {
+    // A state or update that does not serialize (a map with non-string keys) is shown as null
+    // rather than failing the whole read.
+    let mut json = serde_json::to_value(value).unwrap_or(Value::Null);
+    fields_to_wire(&mut json, message_fields);
+    json
+}
+
+fn checkpoint_ref(thread: &str, id: &str) -> Value {
+    json!({"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": id, "checkpoint_map": null})
+}
+
+/// `ThreadState` of one checkpoint.
+pub(crate) fn thread_state<S: State>(thread: &str, snapshot: &StateSnapshot<S>) -> Value {
+    let fields = S::MESSAGE_FIELDS;
+    let tasks: Vec<Value> = snapshot
+        .tasks
+        .iter()
+        .map(|task| {
+            json!({
+                "id": task_id(&snapshot.checkpoint_id, task.index),
+                "name": task.node,
+                "path": ["__pregel_pull", task.node],
+                "error": task.error,
+                "interrupts": task.interrupts.iter().map(interrupt).collect::<Vec<_>>(),
+                "checkpoint": null,
+                "state": null,
+                "result": task.result.as_ref().map(|r| to_wire(r, fields)),
+            })
+        })
+        .collect();
+    json!({
+        "values": to_wire(&snapshot.state, fields),
+        "next": snapshot.next,
+        "tasks": tasks,
+        "metadata": {"step": snapshot.step, "source": snapshot.source.as_str(), "parents": {}},
+        "created_at": time::from_millis(snapshot.created_at_ms),
+        "checkpoint": checkpoint_ref(thread, &snapshot.checkpoint_id),
+        "parent_checkpoint": snapshot.parent_id.as_deref().map(|id| checkpoint_ref(thread, id)),
+        "interrupts": snapshot.interrupts.iter().map(interrupt).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,5 @@
+//! The HTTP side of the protocol: bodies, query strings, SSE framing, message shapes.
+
+pub(crate) mod body;
+pub(crate) mod messages;
+pub(crate) mod sse;

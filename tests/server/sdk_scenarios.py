@@ -1,0 +1,415 @@
+"""Scenarios for graphwright-server, driven by LangGraph's Python client (langgraph-sdk).
+
+Usage: python sdk_scenarios.py http://127.0.0.1:PORT
+
+Each scenario exercises one part of the Agent Server API the way LangGraph users call it, and
+asserts what LangGraph's own server answers. The graphs (chat, approval, slow, broken, nested)
+are served by tests/server_sdk.rs.
+"""
+
+import asyncio
+import json
+import sys
+import uuid
+
+import httpx
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
+
+URL = sys.argv[1]
+client = get_client(url=URL, api_key=None)
+SCENARIOS = []
+
+
+def scenario(fn):
+    SCENARIOS.append(fn)
+    return fn
+
+
+async def collect(stream):
+    return [(part.event, part.data) async for part in stream]
+
+
+async def expect_status(call, status):
+    """Awaits `call` and checks it failed with HTTP `status` (the SDK raises its own error types
+    for most calls and httpx's for `wait`)."""
+    try:
+        await call
+    except httpx.HTTPStatusError as error:
+        assert error.response.status_code == status, (error.response.status_code, error.response.text)
+        return error.response.json()
+    raise AssertionError(f"expected HTTP {status}, the call succeeded")
+
+
+def events(parts, name):
+    return [data for event, data in parts if event == name]
+
+
+@scenario
+async def system_endpoints():
+    async with httpx.AsyncClient(base_url=URL) as http:
+        assert (await http.get("/ok")).json() == {"ok": True}
+        info = (await http.get("/info")).json()
+        assert info["flags"]["crons"] is False
+        missing = await http.get("/no/such/route")
+        assert missing.status_code == 404 and "detail" in missing.json()
+        crons = await http.post("/runs/crons", json={})
+        assert crons.status_code == 501, crons.status_code
+
+
+@scenario
+async def assistants():
+    default = await client.assistants.get("chat")
+    assert default["graph_id"] == "chat" and default["name"] == "chat"
+    assert default["metadata"] == {"created_by": "system"}
+    assert default["assistant_id"] == str(uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "chat"))
+    found = await client.assistants.search(graph_id="approval")
+    assert [a["graph_id"] for a in found] == ["approval"]
+    mine = await client.assistants.create("chat", name="mine", metadata={"team": "a"}, context={"tone": "dry"})
+    assert (await client.assistants.get(mine["assistant_id"]))["name"] == "mine"
+    assert [a["assistant_id"] for a in await client.assistants.search(metadata={"team": "a"})] == [mine["assistant_id"]]
+    try:
+        await client.assistants.create("chat", assistant_id=mine["assistant_id"])
+        raise AssertionError("a duplicate assistant id was accepted")
+    except ConflictError:
+        pass
+    same = await client.assistants.create("chat", assistant_id=mine["assistant_id"], if_exists="do_nothing")
+    assert same["name"] == "mine"
+    updated = await client.assistants.update(mine["assistant_id"], metadata={"more": 1})
+    assert updated["version"] == 2 and updated["metadata"] == {"team": "a", "more": 1}
+    assert await client.assistants.count(graph_id="chat") == 2
+    drawing = await client.assistants.get_graph("chat")
+    ids = [n["id"] for n in drawing["nodes"]]
+    assert ids == ["__start__", "agent", "tools", "__end__"], ids
+    edges = {(e["source"], e["target"], e["conditional"]) for e in drawing["edges"]}
+    assert ("__start__", "agent", False) in edges and ("agent", "tools", True) in edges, edges
+    schemas = await client.assistants.get_schemas("chat")
+    assert schemas["graph_id"] == "chat"
+    try:
+        await client.assistants.get("no-such-graph")
+        raise AssertionError("an unknown assistant was found")
+    except NotFoundError:
+        pass
+    await client.assistants.delete(mine["assistant_id"])
+    assert await client.assistants.count(graph_id="chat") == 1
+
+
+@scenario
+async def threads_lifecycle():
+    thread = await client.threads.create(metadata={"user": "ana"}, graph_id="approval")
+    tid = thread["thread_id"]
+    assert thread["status"] == "idle" and thread["metadata"]["user"] == "ana"
+    try:
+        await client.threads.create(thread_id=tid)
+        raise AssertionError("a duplicate thread id was accepted")
+    except ConflictError:
+        pass
+    assert (await client.threads.create(thread_id=tid, if_exists="do_nothing"))["thread_id"] == tid
+    await client.threads.update(tid, metadata={"plan": "pro"})
+    got = await client.threads.get(tid)
+    assert got["metadata"]["user"] == "ana" and got["metadata"]["plan"] == "pro"
+    found = await client.threads.search(metadata={"plan": "pro"})
+    assert [t["thread_id"] for t in found] == [tid]
+    empty = await client.threads.get_state(tid)
+    assert empty["checkpoint"] is None and empty["values"] == {}
+    assert await client.threads.get_history(tid) == []
+    await client.threads.delete(tid)
+    try:
+        await client.threads.get(tid)
+        raise AssertionError("a deleted thread was found")
+    except NotFoundError:
+        pass
+
+
+@scenario
+async def stream_values_updates_messages_custom():
+    thread = await client.threads.create()
+    parts = await collect(client.runs.stream(
+        thread["thread_id"], "chat",
+        input={"messages": [{"type": "human", "content": "what is the weather?"}]},
+        stream_mode=["values", "updates", "messages-tuple", "custom"],
+    ))
+    names = [event for event, _ in parts]
+    assert names[0] == "metadata", names
+    assert "end" not in names
+    assert set(names) == {"metadata", "values", "updates", "messages", "custom"}, set(names)
+    final = events(parts, "values")[-1]
+    kinds = [m["type"] for m in final["messages"]]
+    assert kinds == ["human", "ai", "tool", "ai"], kinds
+    assert final["messages"][1]["tool_calls"][0]["args"] == {"city": "Oslo"}
+    assert final["messages"][2]["tool_call_id"] == "call-1"
+    assert final["messages"][3]["content"] == "It is 4 °C and raining there."
+    updates = events(parts, "updates")
+    assert [list(u) for u in updates] == [["agent"], ["tools"], ["agent"]], updates
+    chunks = [c for c, meta in events(parts, "messages")]
+    streamed = "".join(c["content"] for c in chunks if c["type"] == "AIMessageChunk")
+    assert streamed == "It is 4 °C and raining there.", streamed
+    assert any(c["type"] == "tool" for c in chunks), "the tool's message is sent whole in messages mode"
+    meta = events(parts, "messages")[0][1]
+    assert meta["langgraph_node"] in ("agent", "tools") and meta["thread_id"] == thread["thread_id"]
+    custom = events(parts, "custom")
+    assert custom[0] == {"type": "progress", "seen": 1}, custom
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["values"] == final, (state["values"], final)
+    assert state["next"] == [], state["next"]
+    assert (await client.threads.get(thread["thread_id"]))["status"] == "idle"
+    history = await client.threads.get_history(thread["thread_id"], limit=100)
+    assert len(history) >= 4 and history[0]["checkpoint"]["checkpoint_id"] == state["checkpoint"]["checkpoint_id"]
+    older = await client.threads.get_state(thread["thread_id"], checkpoint_id=history[-1]["checkpoint"]["checkpoint_id"])
+    assert older["checkpoint"]["checkpoint_id"] == history[-1]["checkpoint"]["checkpoint_id"]
+
+
+@scenario
+async def stream_tasks_checkpoints_debug():
+    thread = await client.threads.create()
+    parts = await collect(client.runs.stream(
+        thread["thread_id"], "chat", input={"messages": ["hello"]},
+        stream_mode=["tasks", "checkpoints", "debug"],
+    ))
+    tasks = events(parts, "tasks")
+    assert tasks[0]["name"] == "agent" and "triggers" in tasks[0], tasks
+    assert tasks[1]["name"] == "agent" and tasks[1]["error"] is None and "result" in tasks[1], tasks
+    checkpoints = events(parts, "checkpoints")
+    assert checkpoints and checkpoints[-1]["config"]["configurable"]["thread_id"] == thread["thread_id"]
+    assert checkpoints[-1]["values"]["messages"][-1]["content"] == "You said: hello"
+    kinds = {d["type"] for d in events(parts, "debug")}
+    assert kinds == {"task", "task_result", "checkpoint"}, kinds
+
+
+@scenario
+async def stream_subgraphs():
+    thread = await client.threads.create()
+    parts = await collect(client.runs.stream(
+        thread["thread_id"], "nested", input={"trail": []}, stream_mode="updates", stream_subgraphs=True,
+    ))
+    names = [event for event, _ in parts]
+    inner = [n for n in names if n.startswith("updates|inner:")]
+    assert inner, names
+    flat = await collect(client.runs.stream(thread["thread_id"], "nested", input={}, stream_mode="updates"))
+    assert all("|" not in event for event, _ in flat)
+
+
+@scenario
+async def wait_and_errors_of_runs():
+    thread = await client.threads.create()
+    result = await client.runs.wait(thread["thread_id"], "chat", input={"messages": [{"role": "user", "content": "hi"}]})
+    assert result["messages"][-1]["content"] == "You said: hi", result
+    broken = await client.threads.create()
+    failed = await client.runs.wait(broken["thread_id"], "broken", input={"n": 3}, raise_error=False)
+    assert failed["__error__"]["message"].find("cannot handle 3") >= 0, failed
+    assert (await client.threads.get(broken["thread_id"]))["status"] == "error"
+    runs = await client.runs.list(broken["thread_id"])
+    assert [r["status"] for r in runs] == ["error"]
+    parts = await collect(client.runs.stream(broken["thread_id"], "broken", input={"n": 4}))
+    errors = events(parts, "error")
+    assert errors and "cannot handle 4" in errors[0]["message"], parts
+    # The thread already ran `chat`: another graph may not continue it.
+    await expect_status(client.runs.wait(thread["thread_id"], "broken", input={"n": 1}), 409)
+
+
+@scenario
+async def interrupt_then_resume():
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    parts = await collect(client.runs.stream(tid, "approval", input={"request": "refund 12"}, stream_mode="updates"))
+    pause = [u for u in events(parts, "updates") if "__interrupt__" in u]
+    assert pause and pause[0]["__interrupt__"][0]["value"]["request"] == "refund 12", parts
+    after = await client.threads.get(tid)
+    assert after["status"] == "interrupted", after["status"]
+    assert list(after["interrupts"].values())[0][0]["value"]["question"] == "approve?"
+    state = await client.threads.get_state(tid)
+    assert state["next"] == ["ask"] and state["interrupts"][0]["value"]["question"] == "approve?"
+    assert state["tasks"][0]["interrupts"], state["tasks"]
+    values = await client.runs.wait(tid, "approval", command={"resume": "yes"})
+    assert values["log"] == ["answer: yes", "acted"], values
+    assert (await client.threads.get(tid))["status"] == "idle"
+    # An interrupt reached through wait comes back under __interrupt__.
+    second = await client.threads.create()
+    paused = await client.runs.wait(second["thread_id"], "approval", input={"request": "r"})
+    assert paused["__interrupt__"][0]["value"]["question"] == "approve?", paused
+    # Resuming needs a thread.
+    await expect_status(client.runs.wait(None, "approval", command={"resume": "yes"}), 400)
+
+
+@scenario
+async def update_state_and_fork():
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "approval", input={"request": "r"})
+    update = await client.threads.update_state(tid, {"request": "edited"})
+    assert update["checkpoint"]["thread_id"] == tid
+    state = await client.threads.get_state(tid)
+    assert state["values"]["request"] == "edited"
+    try:
+        await client.threads.update_state(tid, {"nonexistent": 1})
+        raise AssertionError("an update of an unknown field was accepted")
+    except UnprocessableEntityError:
+        pass
+
+
+@scenario
+async def background_run_join_and_cancel():
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    run = await client.runs.create(tid, "slow", input={"steps": 3, "pause_ms": 50})
+    assert run["status"] == "pending"
+    values = await client.runs.join(tid, run["run_id"])
+    assert values["done"] == 3, values
+    got = await client.runs.get(tid, run["run_id"])
+    assert got["status"] == "success"
+    long = await client.runs.create(tid, "slow", input={"steps": 200, "pause_ms": 50})
+    await asyncio.sleep(0.3)
+    assert (await client.threads.get(tid))["status"] == "busy"
+    await client.runs.cancel(tid, long["run_id"], wait=True)
+    cancelled = await client.runs.get(tid, long["run_id"])
+    assert cancelled["status"] == "interrupted", cancelled
+    assert (await client.threads.get(tid))["status"] == "idle"
+    try:
+        await client.runs.cancel(tid, long["run_id"], action="rollback")
+        raise AssertionError("rollback was accepted")
+    except (UnprocessableEntityError, ConflictError):
+        pass
+    await client.runs.delete(tid, run["run_id"])
+    try:
+        await client.runs.get(tid, run["run_id"])
+        raise AssertionError("a deleted run was found")
+    except NotFoundError:
+        pass
+
+
+@scenario
+async def multitask_strategies():
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    first = await client.runs.create(tid, "slow", input={"steps": 100, "pause_ms": 30})
+    await asyncio.sleep(0.2)
+    try:
+        await client.runs.create(tid, "slow", input={"steps": 1, "pause_ms": 1}, multitask_strategy="reject")
+        raise AssertionError("a second run was accepted with reject")
+    except ConflictError:
+        pass
+    queued = await client.runs.create(tid, "slow", input={"steps": 1, "pause_ms": 1}, multitask_strategy="enqueue")
+    assert queued["status"] == "pending"
+    interrupting = await client.runs.create(tid, "slow", input={"steps": 1, "pause_ms": 1}, multitask_strategy="interrupt")
+    await client.runs.join(tid, interrupting["run_id"])
+    statuses = {r["run_id"]: r["status"] for r in await client.runs.list(tid)}
+    assert statuses[first["run_id"]] == "interrupted", statuses
+    assert statuses[queued["run_id"]] in ("interrupted", "success"), statuses
+    assert statuses[interrupting["run_id"]] == "success", statuses
+    try:
+        await client.runs.create(tid, "slow", input={}, multitask_strategy="rollback")
+        raise AssertionError("rollback was accepted")
+    except UnprocessableEntityError:
+        pass
+
+
+@scenario
+async def resumable_stream_reconnects():
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    run = await client.runs.create(tid, "slow", input={"steps": 6, "pause_ms": 40}, stream_resumable=True,
+                                   stream_mode="values")
+    seen = []
+    async for part in client.runs.join_stream(tid, run["run_id"]):
+        seen.append(part)
+        if len(seen) == 3:
+            break
+    assert seen[0].event == "metadata"
+    # Reconnect after the second event: the third and what followed are replayed.
+    rest = [p async for p in client.runs.join_stream(tid, run["run_id"], last_event_id="1")]
+    assert rest[0].data == seen[2].data, (rest[0], seen[2])
+    assert rest[-1].data["done"] == 6, rest[-1]
+    everything = [p async for p in client.runs.join_stream(tid, run["run_id"], last_event_id="-1")]
+    assert everything[0].event == "metadata" and len(everything) == len(rest) + 2
+
+
+@scenario
+async def stateless_runs():
+    result = await client.runs.wait(None, "chat", input={"messages": ["alone"]})
+    assert result["messages"][-1]["content"] == "You said: alone"
+    parts = await collect(client.runs.stream(None, "chat", input={"messages": ["streamed"]}, stream_mode="values"))
+    assert events(parts, "values")[-1]["messages"][-1]["content"] == "You said: streamed"
+
+
+@scenario
+async def store():
+    await client.store.put_item(["users", "ana"], "prefs", {"theme": "dark", "size": 3})
+    await client.store.put_item(["users", "bo"], "prefs", {"theme": "light", "size": 5})
+    item = await client.store.get_item(["users", "ana"], "prefs")
+    assert item["value"] == {"theme": "dark", "size": 3} and item["namespace"] == ["users", "ana"]
+    found = await client.store.search_items(["users"], filter={"theme": "light"})
+    assert [i["namespace"] for i in found["items"]] == [["users", "bo"]]
+    spaces = await client.store.list_namespaces(prefix=["users"])
+    assert spaces["namespaces"] == [["users", "ana"], ["users", "bo"]], spaces
+    await client.store.delete_item(["users", "ana"], "prefs")
+    assert await client.store.get_item(["users", "ana"], "prefs") is None
+
+
+@scenario
+async def bad_input():
+    async with httpx.AsyncClient(base_url=URL) as http:
+        malformed = await http.post("/threads", content=b"{not json", headers={"content-type": "application/json"})
+        assert malformed.status_code == 400 and "not valid JSON" in malformed.json()["detail"]
+        wrong = await http.post("/threads", json={"thread_id": 7})
+        assert wrong.status_code == 422, wrong.text
+        huge = await http.post("/threads", content=b"{\"metadata\": {\"x\": \"" + b"a" * (10 * 1024 * 1024) + b"\"}}",
+                               headers={"content-type": "application/json"})
+        assert huge.status_code == 413, huge.status_code
+        assert "detail" in huge.json()
+        unknown_mode = await http.post("/runs/wait", json={"assistant_id": "chat", "stream_mode": "nonsense"})
+        assert unknown_mode.status_code == 422
+    thread = await client.threads.create()
+    bogus = {"messages": [{"type": "human", "content": "x"}], "bogus": 1}
+    detail = await expect_status(client.runs.wait(thread["thread_id"], "chat", input=bogus), 422)
+    assert "bogus" in detail["detail"], detail
+    await expect_status(client.runs.wait(str(uuid.uuid4()), "chat", input={}), 404)
+    created = await client.runs.wait(str(uuid.uuid4()), "chat", input={"messages": ["new"]}, if_not_exists="create")
+    assert created["messages"][-1]["content"] == "You said: new"
+    assert (await client.threads.get(thread["thread_id"]))["status"] == "idle"
+
+
+@scenario
+async def disconnect_cancels_when_asked():
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    stream = client.runs.stream(tid, "slow", input={"steps": 200, "pause_ms": 20}, on_disconnect="cancel")
+    async for part in stream:
+        if part.event == "values":
+            break
+    await stream.aclose()
+    for _ in range(100):
+        runs = await client.runs.list(tid)
+        if runs[0]["status"] != "running":
+            break
+        await asyncio.sleep(0.05)
+    assert runs[0]["status"] == "interrupted", runs[0]["status"]
+    assert (await client.threads.get(tid))["status"] == "idle"
+    # With `continue` (the default) the run goes on without its client.
+    kept = client.runs.stream(tid, "slow", input={"steps": 5, "pause_ms": 20})
+    async for part in kept:
+        if part.event == "values":
+            break
+    await kept.aclose()
+    run = (await client.runs.list(tid))[0]
+    values = await client.runs.join(tid, run["run_id"])
+    assert (await client.runs.get(tid, run["run_id"]))["status"] == "success", values
+
+
+async def main():
+    failed = 0
+    for fn in SCENARIOS:
+        try:
+            await asyncio.wait_for(fn(), timeout=60)
+            print(f"ok   {fn.__name__}")
+        except Exception as error:  # report every scenario, then fail
+            failed += 1
+            print(f"FAIL {fn.__name__}: {type(error).__name__}: {error}")
+            import traceback
+            traceback.print_exc()
+    if failed:
+        print(f"{failed} of {len(SCENARIOS)} scenarios failed")
+        sys.exit(1)
+    print("all scenarios passed")
+
+
+asyncio.run(main())

@@ -1,0 +1,215 @@
+//! The server driven by LangGraph's own Python client (`langgraph-sdk`), over a real socket on
+//! loopback: every endpoint the client offers, every stream mode, interrupts and resumes,
+//! reconnecting to a resumable stream, the multitask strategies, cancellation, the store, and
+//! bad input. The scenarios are in `tests/server/sdk_scenarios.py`; this file serves the graphs
+//! they use and runs them.
+//!
+//! The client lives in a virtualenv that `scripts/test` prepares (`GRAPHWRIGHT_TEST_PYTHON`
+//! names its interpreter).
+
+use graphwright::prelude::*;
+use graphwright_server::Server;
+use std::process::Command;
+use std::time::Duration;
+
+/// A chat agent that streams its reply token by token, calls a `weather` tool when asked about
+/// the weather, and reports progress on the custom stream.
+#[graph]
+mod chat {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        #[reducer(messages)]
+        pub messages: Vec<Message>,
+    }
+
+    #[node(entry, next = tools | END, route = after)]
+    fn agent(state: &State, rt: &Runtime) -> StateUpdate {
+        let last = state.messages.last().cloned().unwrap_or_else(|| Message::user(""));
+        rt.write(json!({"type": "progress", "seen": state.messages.len()}));
+        let id = format!("reply-{}", state.messages.len());
+        if last.role == Role::User && last.content.contains("weather") {
+            let call = ToolCall::new("call-1", "weather", json!({"city": "Oslo"}));
+            return StateUpdate::new().messages(vec![Message::assistant("").with_id(id).with_tool_calls(vec![call])]);
+        }
+        let text = if last.role == Role::Tool {
+            format!("It is {} there.", last.content)
+        } else {
+            format!("You said: {}", last.content)
+        };
+        for (i, word) in text.split(' ').enumerate() {
+            rt.message_delta(&id, &if i == 0 { word.to_owned() } else { format!(" {word}") });
+        }
+        StateUpdate::new().messages(vec![Message::assistant(text).with_id(id)])
+    }
+
+    fn after(state: &State) -> AgentNext {
+        if state.messages.last().is_some_and(Message::has_tool_calls) { AgentNext::Tools } else { AgentNext::End }
+    }
+
+    #[node(next = agent)]
+    fn tools(state: &State) -> StateUpdate {
+        let call = state.messages.last().and_then(|m| m.tool_calls.first().cloned());
+        let id = call.map(|c| c.id).unwrap_or_default();
+        StateUpdate::new().messages(vec![Message::tool(id, "4 °C and raining").with_name("weather")])
+    }
+}
+
+/// Asks a person before it acts: one interrupt, then a step that records the answer.
+#[graph]
+mod approval {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        pub request: String,
+        #[reducer(append)]
+        pub log: Vec<String>,
+    }
+
+    #[node(entry, next = act)]
+    fn ask(state: &State, rt: &Runtime) -> Result<StateUpdate, NodeError> {
+        let answer: String = rt.interrupt(json!({"question": "approve?", "request": state.request}))?;
+        Ok(StateUpdate::new().log(vec![format!("answer: {answer}")]))
+    }
+
+    #[node(next = END)]
+    fn act(_state: &State) -> StateUpdate {
+        StateUpdate::new().log(vec!["acted".into()])
+    }
+}
+
+/// Counts slowly: `steps` steps of `pause_ms` each, for cancelling, queueing and joining runs
+/// in flight.
+#[graph]
+mod slow {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        pub steps: u32,
+        pub pause_ms: u64,
+        #[reducer(add)]
+        pub done: u32,
+    }
+
+    #[node(entry, next = tick | END, route = again)]
+    async fn tick(state: &State) -> StateUpdate {
+        tokio::time::sleep(std::time::Duration::from_millis(state.pause_ms)).await;
+        StateUpdate::new().done(1)
+    }
+
+    fn again(state: &State) -> TickNext {
+        if state.done < state.steps { TickNext::Tick } else { TickNext::End }
+    }
+}
+
+/// Fails in its only node.
+#[graph]
+mod broken {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        pub n: u32,
+    }
+
+    #[node(entry, next = END)]
+    fn fail(state: &State) -> Result<StateUpdate, NodeError> {
+        Err(NodeError::msg(format!("cannot handle {}", state.n)))
+    }
+}
+
+/// A parent whose middle node is a subgraph, for `stream_subgraphs`.
+#[graph]
+mod nested {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        #[reducer(append)]
+        pub trail: Vec<String>,
+    }
+
+    #[node(entry, next = inner)]
+    fn before(_state: &State) -> StateUpdate {
+        StateUpdate::new().trail(vec!["before".into()])
+    }
+
+    #[node(subgraph, next = after)]
+    fn inner() -> StateGraph<super::inner::State> {
+        super::inner::graph()
+    }
+
+    #[node(next = END)]
+    fn after(_state: &State) -> StateUpdate {
+        StateUpdate::new().trail(vec!["after".into()])
+    }
+}
+
+#[graph]
+mod inner {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        #[reducer(append)]
+        pub trail: Vec<String>,
+    }
+
+    #[node(entry, next = END)]
+    fn work(_state: &State) -> StateUpdate {
+        StateUpdate::new().trail(vec!["inner".into()])
+    }
+}
+
+impl From<&nested::State> for inner::State {
+    fn from(parent: &nested::State) -> Self {
+        Self { trail: parent.trail.clone() }
+    }
+}
+
+impl From<inner::State> for nested::StateUpdate {
+    fn from(child: inner::State) -> Self {
+        Self::new().trail(Overwrite(child.trail))
+    }
+}
+
+fn python() -> Option<String> {
+    std::env::var("GRAPHWRIGHT_TEST_PYTHON").ok().filter(|p| !p.is_empty())
+}
+
+async fn serve(database: &std::path::Path) -> std::net::SocketAddr {
+    let server = Server::new()
+        .graph("chat", chat::graph().compile().unwrap())
+        .graph("approval", approval::graph().compile().unwrap())
+        .graph("slow", slow::graph().compile().unwrap())
+        .graph("broken", broken::graph().compile().unwrap())
+        .graph("nested", nested::graph().compile().unwrap())
+        .sqlite(database)
+        .body_limit(1024 * 1024);
+    let bound = server.bind("127.0.0.1:0").await.unwrap();
+    let addr = bound.local_addr().unwrap();
+    tokio::spawn(bound.run());
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langgraph_python_client_scenarios() {
+    let Some(python) = python() else {
+        panic!("GRAPHWRIGHT_TEST_PYTHON is not set: run the tests with scripts/test, which prepares langgraph-sdk");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve(&dir.path().join("server.db")).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/sdk_scenarios.py");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(python).arg(script).arg(format!("http://{addr}")).output().expect("the Python client starts")
+    });
+    let output = tokio::time::timeout(Duration::from_mins(5), run).await.expect("the scenarios finish").unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(output.status.success(), "scenarios failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("all scenarios passed"), "{stdout}");
+}
