@@ -145,8 +145,8 @@ fn cancel_action(query: &Query) -> Result<Cancel, ApiError> {
 
 /// The live run, or `None` when it already ended (and this process no longer follows it).
 async fn live_run(app: &App, thread: &str, run: &str) -> Result<Option<Arc<Live>>, ApiError> {
-    let record = run_record(app, thread, run).await?;
-    Ok(app.runs.get(run).filter(|_| !record.is_null()))
+    run_record(app, thread, run).await?;
+    Ok(app.runs.get(run))
 }
 
 pub(super) async fn cancel(
@@ -157,8 +157,8 @@ pub(super) async fn cancel(
     let query = Query::parse(raw.as_deref());
     let action = cancel_action(&query)?;
     let wait = query.flag("wait")?.unwrap_or(false);
-    let live = live_run(&app, &thread, &run).await?;
     let record = run_record(&app, &thread, &run).await?;
+    let live = app.runs.get(&run);
     let ended = !matches!(record["status"].as_str(), Some("pending" | "running"));
     match live {
         Some(live) if !ended => {

@@ -5,7 +5,7 @@ use crate::app::App;
 use crate::error::ApiError;
 use crate::meta::{self, contains};
 use crate::runs::Cancel;
-use crate::served::Served;
+use crate::served::{Served, interrupts_by_task};
 use crate::wire::body::{Body, Query};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
@@ -83,12 +83,7 @@ async fn refresh(app: &App, graph: &Arc<dyn Served>, id: &str) -> Result<Value, 
     let state = graph.state(id, None).await?;
     let (values, interrupted, interrupts) = match &state {
         Some(s) => {
-            let mut by_task = Map::new();
-            for task in s["tasks"].as_array().into_iter().flatten() {
-                if task["interrupts"].as_array().is_some_and(|i| !i.is_empty()) {
-                    by_task.insert(task["id"].as_str().unwrap_or_default().to_owned(), task["interrupts"].clone());
-                }
-            }
+            let by_task = interrupts_by_task(s);
             (s["values"].clone(), !by_task.is_empty(), Value::Object(by_task))
         }
         None => (Value::Null, false, json!({})),

@@ -5,7 +5,7 @@ use super::live::Live;
 use crate::app::App;
 use crate::error::ApiError;
 use crate::meta;
-use crate::served::{Emitted, Outcome, RunSpec, Served, WireEvent};
+use crate::served::{Emitted, Outcome, RunSpec, Served, WireEvent, interrupts_by_task};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -123,19 +123,6 @@ impl Job {
         }
         outcome
     }
-}
-
-/// The pending interrupts of a `ThreadState`, by task id (a thread's `interrupts`).
-fn interrupts_by_task(state: &Value) -> Map<String, Value> {
-    let mut by_task = Map::new();
-    for task in state["tasks"].as_array().into_iter().flatten() {
-        if let (Some(id), Some(list)) = (task["id"].as_str(), task["interrupts"].as_array())
-            && !list.is_empty()
-        {
-            by_task.insert(id.to_owned(), Value::Array(list.clone()));
-        }
-    }
-    by_task
 }
 
 fn kind_of(error: &ApiError) -> &'static str {

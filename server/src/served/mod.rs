@@ -5,6 +5,7 @@ mod graph;
 mod snapshot;
 
 pub(crate) use graph::{erase, schemas_of};
+pub(crate) use snapshot::interrupts_by_task;
 
 use crate::error::ApiError;
 use futures::future::BoxFuture;

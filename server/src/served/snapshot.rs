@@ -3,7 +3,7 @@
 use crate::time;
 use crate::wire::messages::fields_to_wire;
 use graphwright::{Interrupt, State, StateSnapshot};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// An interrupt as clients read it.
 pub(crate) fn interrupt(interrupt: &Interrupt) -> Value {
@@ -57,4 +57,17 @@ pub(crate) fn thread_state<S: State>(thread: &str, snapshot: &StateSnapshot<S>) 
         "parent_checkpoint": snapshot.parent_id.as_deref().map(|id| checkpoint_ref(thread, id)),
         "interrupts": snapshot.interrupts.iter().map(interrupt).collect::<Vec<_>>(),
     })
+}
+
+/// The pending interrupts of a `ThreadState`, by task id (a thread's `interrupts`).
+pub(crate) fn interrupts_by_task(state: &Value) -> Map<String, Value> {
+    let mut by_task = Map::new();
+    for task in state["tasks"].as_array().into_iter().flatten() {
+        if let (Some(id), Some(list)) = (task["id"].as_str(), task["interrupts"].as_array())
+            && !list.is_empty()
+        {
+            by_task.insert(id.to_owned(), Value::Array(list.clone()));
+        }
+    }
+    by_task
 }
