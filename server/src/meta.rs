@@ -73,6 +73,13 @@ impl Meta {
     }
 }
 
+/// A transaction that writes. Taken as `IMMEDIATE`: the checkpoints and the store write to the
+/// same file, and a deferred transaction that reads first and then writes cannot wait for them
+/// (SQLite answers "database is locked" at once instead of applying the busy timeout).
+pub(crate) fn write(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
 // ---- assistants -------------------------------------------------------------------------
 
 /// An assistant record's fields.
@@ -252,7 +259,7 @@ pub(crate) fn set_thread_state(
 }
 
 pub(crate) fn delete_thread(conn: &mut Connection, id: &str) -> rusqlite::Result<bool> {
-    let tx = conn.transaction()?;
+    let tx = write(conn)?;
     tx.execute("DELETE FROM gw_runs WHERE thread_id = ?1", [id])?;
     let n = tx.execute("DELETE FROM gw_threads WHERE thread_id = ?1", [id])?;
     tx.commit()?;
@@ -355,7 +362,7 @@ pub(crate) fn delete_run(conn: &Connection, thread: &str, run: &str) -> rusqlite
 /// Marks every run that had not ended as failed: they belonged to a server process that is
 /// gone, and their threads are free again.
 pub(crate) fn fail_orphaned_runs(conn: &mut Connection) -> rusqlite::Result<usize> {
-    let tx = conn.transaction()?;
+    let tx = write(conn)?;
     let now = time::now();
     let n = tx.execute(
         "UPDATE gw_runs SET status = 'error', updated_at = ?1 WHERE status IN ('pending', 'running')",

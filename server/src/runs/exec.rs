@@ -109,7 +109,7 @@ impl Job {
             .app
             .meta
             .call(move |conn| {
-                let tx = conn.transaction()?;
+                let tx = meta::write(conn)?;
                 meta::set_run_status(&tx, &run_id, run_status)?;
                 // Another run queued on the thread keeps it busy.
                 let status = if meta::open_runs(&tx, &thread)?.is_empty() { thread_status } else { "busy" };

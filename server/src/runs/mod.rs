@@ -158,7 +158,7 @@ fn register(
     multitask: Multitask,
 ) -> Result<(Value, Vec<String>), ApiError> {
     let Row { run_id, thread_id, graph_id, assistant_id, metadata, kwargs } = row;
-    let tx = conn.transaction()?;
+    let tx = meta::write(conn)?;
     match meta::thread_graph(&tx, thread_id)? {
         None if creates => {
             let meta = json!({"graph_id": graph_id, "assistant_id": assistant_id});
