@@ -217,6 +217,45 @@ async fn breakpoints_pause_and_an_edit_is_seen_after_resume() {
 }
 
 #[tokio::test]
+async fn breakpoints_given_for_one_run_pause_that_run_only() {
+    let app = agent::graph().compile().unwrap();
+    let input = || agent::State { request: "ls".into(), ..agent::State::default() };
+
+    let cfg = RunConfig::thread("run-bp").interrupt_before(["tools"]);
+    let paused = app.invoke(input(), &cfg).await.unwrap();
+    let [stop] = paused.interrupts.as_slice() else { panic!("{:?}", paused.interrupts) };
+    assert!(stop.is_breakpoint() && stop.node == "tools", "{stop:?}");
+    assert_eq!(paused.state.trail, ["plan ls"]);
+    assert_eq!(app.get_state(&cfg).await.unwrap().unwrap().next, ["tools"]);
+    // The resume is a run of its own: it passes the node it stopped before, and stops again
+    // only at breakpoints it is given.
+    let done = app.resume(&RunConfig::thread("run-bp"), ()).await.unwrap();
+    assert_eq!(done.state.trail, ["plan ls", "tools ls", "answer"]);
+
+    let after = RunConfig::thread("run-bp-after").interrupt_after(["*"]);
+    let first = app.invoke(input(), &after).await.unwrap();
+    assert_eq!((first.interrupts[0].node.as_str(), first.state.trail.len()), ("plan", 1));
+    let second = app.resume(&after, ()).await.unwrap();
+    assert_eq!((second.interrupts[0].node.as_str(), second.state.trail.len()), ("tools", 2));
+
+    let plain = app.invoke(input(), &RunConfig::thread("no-bp")).await.unwrap();
+    assert!(!plain.is_interrupted(), "the graph itself has no breakpoint");
+
+    let wrong = app.invoke(input(), &RunConfig::thread("bad-bp").interrupt_before(["tolls"])).await.unwrap_err();
+    assert!(matches!(&wrong, GraphError::Breakpoint { node, .. } if node == "tolls"), "{wrong:?}");
+    assert!(wrong.to_string().contains("its nodes are: answer, plan, tools"), "{wrong}");
+    assert!(app.get_state(&RunConfig::thread("bad-bp")).await.unwrap().is_none(), "nothing ran or was stored");
+}
+
+#[tokio::test]
+async fn a_node_interrupt_is_not_a_breakpoint() {
+    let app = review::graph().compile().unwrap();
+    let cfg = RunConfig::thread("not-bp").shared_context(Arc::new(Arc::new(Calls::default())));
+    let paused = app.invoke(review_input(), &cfg).await.unwrap();
+    assert!(!paused.interrupts[0].is_breakpoint());
+}
+
+#[tokio::test]
 async fn replay_and_forks_start_new_branches_and_leave_the_old_one_alone() {
     let app = agent::graph().compile().unwrap();
     let cfg = RunConfig::thread("tt");

@@ -1,11 +1,14 @@
-//! The server driven by LangGraph's own Python client (`langgraph-sdk`), over a real socket on
-//! loopback: every endpoint the client offers, every stream mode, interrupts and resumes,
-//! reconnecting to a resumable stream, the multitask strategies, cancellation, the store, and
-//! bad input. The scenarios are in `tests/server/sdk_scenarios.py`; this file serves the graphs
-//! they use and runs them.
+//! The server driven by LangGraph's own clients over a real socket on loopback. With the Python
+//! client (`langgraph-sdk`, `tests/server/sdk_scenarios.py`): every endpoint it offers, every
+//! stream mode, interrupts and resumes, reconnecting to a resumable stream, the multitask
+//! strategies, cancellation, the store, and bad input. With the JavaScript client
+//! (`@langchain/langgraph-sdk`, `tests/server/js_scenarios.mjs`): a streamed run as chat UIs
+//! request it, subgraph events, interrupt and resume, thread search and history. This file serves
+//! the graphs they use and runs them.
 //!
-//! The client lives in a virtualenv that `scripts/test` prepares (`GRAPHWRIGHT_TEST_PYTHON`
-//! names its interpreter).
+//! `scripts/test` prepares both clients: `GRAPHWRIGHT_TEST_PYTHON` names the interpreter of a
+//! virtualenv holding `langgraph-sdk`, `GRAPHWRIGHT_TEST_JS_SDK` a folder whose `node_modules`
+//! holds `@langchain/langgraph-sdk`.
 
 use graphwright::prelude::*;
 use graphwright_server::Server;
@@ -176,8 +179,12 @@ impl From<inner::State> for nested::StateUpdate {
     }
 }
 
-fn python() -> Option<String> {
-    std::env::var("GRAPHWRIGHT_TEST_PYTHON").ok().filter(|p| !p.is_empty())
+/// The value of a variable `scripts/test` sets, or a panic saying how to get it.
+fn prepared(variable: &str, what: &str) -> String {
+    match std::env::var(variable) {
+        Ok(value) if !value.is_empty() => value,
+        _ => panic!("{variable} is not set: run the tests with scripts/test, which prepares {what}"),
+    }
 }
 
 async fn serve(database: &std::path::Path) -> std::net::SocketAddr {
@@ -195,16 +202,18 @@ async fn serve(database: &std::path::Path) -> std::net::SocketAddr {
     addr
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn langgraph_python_client_scenarios() {
-    let Some(python) = python() else {
-        panic!("GRAPHWRIGHT_TEST_PYTHON is not set: run the tests with scripts/test, which prepares langgraph-sdk");
-    };
+/// Serves the graphs on a fresh database and runs `program script URL extra..`, which prints
+/// `all scenarios passed` when every scenario held.
+async fn run_scenarios(program: String, script: &'static str, extra: Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let addr = serve(&dir.path().join("server.db")).await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/sdk_scenarios.py");
     let run = tokio::task::spawn_blocking(move || {
-        Command::new(python).arg(script).arg(format!("http://{addr}")).output().expect("the Python client starts")
+        Command::new(&program)
+            .arg(script)
+            .arg(format!("http://{addr}"))
+            .args(extra)
+            .output()
+            .unwrap_or_else(|error| panic!("{program} does not start: {error}"))
     });
     let output = tokio::time::timeout(Duration::from_mins(5), run).await.expect("the scenarios finish").unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -212,4 +221,17 @@ async fn langgraph_python_client_scenarios() {
     println!("{stdout}");
     assert!(output.status.success(), "scenarios failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("all scenarios passed"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langgraph_python_client_scenarios() {
+    let python = prepared("GRAPHWRIGHT_TEST_PYTHON", "langgraph-sdk");
+    run_scenarios(python, concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/sdk_scenarios.py"), vec![]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langgraph_js_client_scenarios() {
+    let sdk = prepared("GRAPHWRIGHT_TEST_JS_SDK", "@langchain/langgraph-sdk");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/js_scenarios.mjs");
+    run_scenarios("node".to_owned(), script, vec![sdk]).await;
 }

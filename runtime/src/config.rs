@@ -27,6 +27,53 @@ pub struct RunConfig<C = ()> {
     pub(crate) deadline: Option<Duration>,
     pub(crate) log: Option<crate::log::RunLog>,
     pub(crate) budget: Option<crate::model::Budget>,
+    pub(crate) breakpoints: Option<Arc<Breakpoints>>,
+}
+
+/// Breakpoints one run adds to the graph's own, by node name (`"*"` for every node).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Breakpoints {
+    before: Vec<String>,
+    after: Vec<String>,
+}
+
+/// A run's breakpoints resolved against its graph: one flag per node index.
+#[derive(Debug)]
+pub(crate) struct NodeBreakpoints {
+    pub(crate) before: Vec<bool>,
+    pub(crate) after: Vec<bool>,
+}
+
+impl Breakpoints {
+    /// The flags for a graph named `graph` whose node indices `index` gives, or an error
+    /// naming the first node the graph does not have.
+    pub(crate) fn resolve(
+        &self,
+        graph: &str,
+        index: &std::collections::HashMap<Arc<str>, u32>,
+    ) -> Result<NodeBreakpoints, crate::GraphError> {
+        let flags = |names: &[String]| {
+            let mut set = vec![false; index.len()];
+            for name in names {
+                if name == "*" {
+                    set.fill(true);
+                    continue;
+                }
+                let Some(&node) = index.get(name.as_str()) else {
+                    let mut known: Vec<&str> = index.keys().map(|k| &**k).collect();
+                    known.sort_unstable();
+                    return Err(crate::GraphError::Breakpoint {
+                        graph: graph.to_owned(),
+                        node: name.clone(),
+                        known: known.join(", "),
+                    });
+                };
+                set[node as usize] = true;
+            }
+            Ok(set)
+        };
+        Ok(NodeBreakpoints { before: flags(&self.before)?, after: flags(&self.after)? })
+    }
 }
 
 impl<C> Default for RunConfig<C> {
@@ -40,6 +87,7 @@ impl<C> Default for RunConfig<C> {
             deadline: None,
             log: None,
             budget: None,
+            breakpoints: None,
         }
     }
 }
@@ -55,6 +103,7 @@ impl<C> Clone for RunConfig<C> {
             deadline: self.deadline,
             log: self.log.clone(),
             budget: self.budget,
+            breakpoints: self.breakpoints.clone(),
         }
     }
 }
@@ -70,6 +119,7 @@ impl<C> std::fmt::Debug for RunConfig<C> {
             .field("budget", &self.budget)
             .field("durability", &self.durability)
             .field("log", &self.log.as_ref().map(|log| &log.policy))
+            .field("breakpoints", &self.breakpoints)
             .finish()
     }
 }
@@ -116,6 +166,28 @@ impl<C> RunConfig<C> {
     #[must_use]
     pub fn budget(mut self, budget: crate::model::Budget) -> Self {
         self.budget = Some(budget);
+        self
+    }
+
+    /// Pauses this run before the named nodes run (`"*"`: before every node), as the graph's
+    /// own [`interrupt_before`](crate::StateGraph::interrupt_before) does, without changing the
+    /// graph; [`resume`](crate::CompiledGraph::resume) goes on from there. A name the graph
+    /// does not have fails the run with [`GraphError::Breakpoint`](crate::GraphError::Breakpoint).
+    /// Breakpoints apply to this graph's nodes, not to those of its subgraphs.
+    #[must_use]
+    pub fn interrupt_before<N: AsRef<str>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        let set = Arc::make_mut(self.breakpoints.get_or_insert_with(Arc::default));
+        set.before.extend(nodes.into_iter().map(|n| n.as_ref().to_owned()));
+        self
+    }
+
+    /// Pauses this run after the named nodes have run and their step is stored (`"*"`: after
+    /// every step), as the graph's own [`interrupt_after`](crate::StateGraph::interrupt_after)
+    /// does.
+    #[must_use]
+    pub fn interrupt_after<N: AsRef<str>>(mut self, nodes: impl IntoIterator<Item = N>) -> Self {
+        let set = Arc::make_mut(self.breakpoints.get_or_insert_with(Arc::default));
+        set.after.extend(nodes.into_iter().map(|n| n.as_ref().to_owned()));
         self
     }
 

@@ -281,6 +281,19 @@ pub enum GraphError {
         /// What is wrong.
         reason: String,
     },
+    /// A run's breakpoint (`RunConfig::interrupt_before`/`interrupt_after`) names a node the
+    /// graph does not have.
+    #[error(
+        "a breakpoint names `{node}`, which graph `{graph}` does not have; its nodes are: {known} (or \"*\" for all)"
+    )]
+    Breakpoint {
+        /// The graph.
+        graph: String,
+        /// The name given.
+        node: String,
+        /// The graph's nodes, comma-separated.
+        known: String,
+    },
     /// The checkpoint store failed or held unreadable data.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),

@@ -29,6 +29,18 @@ impl Interrupt {
     pub(crate) fn breakpoint(checkpoint: &str, when: &str, node: &str, task: u32) -> Self {
         Self { id: format!("{checkpoint}:{when}:{node}"), node: node.to_owned(), value: Value::Null, task, call: 0 }
     }
+
+    /// Whether a breakpoint (`interrupt_before`/`interrupt_after`) raised it, not a node's
+    /// [`Runtime::interrupt`](crate::Runtime::interrupt) call: it asks nothing, and
+    /// [`resume`](crate::CompiledGraph::resume) with no answer goes on.
+    #[must_use]
+    pub fn is_breakpoint(&self) -> bool {
+        let node = &self.node;
+        self.value.is_null()
+            && [":before:", ":after:"]
+                .iter()
+                .any(|when| self.id.strip_suffix(node.as_str()).is_some_and(|head| head.ends_with(when)))
+    }
 }
 
 /// The answer a resumed run gives to its pending interrupts.

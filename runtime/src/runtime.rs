@@ -81,6 +81,15 @@ pub(crate) struct RunShared<C> {
     /// The node of the parent graph a node of this subgraph run asked to go to
     /// ([`Runtime::goto_parent`]): the run ends after the step that asked.
     pub(crate) parent_goto: std::sync::OnceLock<String>,
+    /// Breakpoints given for this run alone ([`RunConfig::interrupt_before`](crate::RunConfig::interrupt_before)).
+    pub(crate) breakpoints: Option<crate::config::NodeBreakpoints>,
+}
+
+impl<C> RunShared<C> {
+    /// Whether the run pauses before (`after` false) or after node `node` on its own account.
+    pub(crate) fn breaks_at(&self, node: usize, after: bool) -> bool {
+        self.breakpoints.as_ref().is_some_and(|b| if after { b.after[node] } else { b.before[node] })
+    }
 }
 
 /// Where a run on a thread keeps its checkpoints: a subgraph run by one of its nodes keeps its
@@ -123,6 +132,7 @@ impl Runtime<()> {
             storage: None,
             nested: false,
             parent_goto: std::sync::OnceLock::new(),
+            breakpoints: None,
         };
         Self {
             run: Arc::new(run),

@@ -232,6 +232,31 @@ async def interrupt_then_resume():
 
 
 @scenario
+async def breakpoints_per_run():
+    tid = (await client.threads.create())["thread_id"]
+    weather = {"messages": [{"type": "human", "content": "weather?"}]}
+    parts = await collect(
+        client.runs.stream(tid, "chat", input=weather, interrupt_before=["tools"], stream_mode="updates")
+    )
+    assert events(parts, "updates")[-1] == {"__interrupt__": []}, parts
+    thread = await client.threads.get(tid)
+    assert thread["status"] == "interrupted" and thread["interrupts"] == {}, thread
+    state = await client.threads.get_state(tid)
+    assert state["next"] == ["tools"] and state["interrupts"] == [], state
+    # No input continues the thread past the breakpoint; interrupt_after stops it again.
+    paused = await client.runs.wait(tid, "chat", input=None, interrupt_after="*")
+    assert [m["type"] for m in paused["messages"]] == ["human", "ai", "tool"], paused
+    assert (await client.threads.get_state(tid))["next"] == ["agent"]
+    done = await client.runs.wait(tid, "chat", input=None)
+    assert done["messages"][-1]["content"] == "It is 4 °C and raining there.", done
+    # The breakpoint was the run's, not the assistant's: a new run goes straight through.
+    plain = await client.runs.wait(None, "chat", input=weather)
+    assert len(plain["messages"]) == 4, plain
+    body = await expect_status(client.runs.wait(None, "chat", input=weather, interrupt_before=["tolls"]), 422)
+    assert "tolls" in body["detail"] and "agent, tools" in body["detail"], body
+
+
+@scenario
 async def update_state_and_fork():
     thread = await client.threads.create()
     tid = thread["thread_id"]

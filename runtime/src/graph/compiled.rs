@@ -440,6 +440,10 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             }),
             nested: false,
             parent_goto: std::sync::OnceLock::new(),
+            breakpoints: match &cfg.breakpoints {
+                Some(set) => Some(set.resolve(&self.inner.name, &self.inner.node_index)?),
+                None => None,
+            },
         }))
     }
 }

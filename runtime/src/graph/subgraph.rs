@@ -382,6 +382,7 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
             storage: storage.clone(),
             nested: true,
             parent_goto: std::sync::OnceLock::new(),
+            breakpoints: None,
         });
         let asked = Arc::clone(&shared);
         let limit = inner.recursion_limit;

@@ -146,7 +146,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
             return Err(Box::pin(stop.at_limit(persist, state, limit)).await);
         }
         if !(resumed && ran == 0)
-            && let Some(at) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before)
+            && let Some(at) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before || run.breaks_at(n, false))
         {
             return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, at, "before", ran)).await;
         }
@@ -207,7 +207,7 @@ async fn drive<S: State, C: Send + Sync + 'static>(
         if let Some(log) = run.log.as_ref().filter(|l| l.policy.state) {
             events::log_state(&run, log, step, &state);
         }
-        let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after);
+        let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after || run.breaks_at(n, true));
         let count = tasks.len();
         tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
         end_if_sent_to_parent(&run, &mut tasks);

@@ -82,13 +82,6 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
             "multitask_strategy \"rollback\" is not offered yet: use \"interrupt\" (the in-flight run stops and keeps its finished steps), \"reject\" or \"enqueue\"".into(),
         ));
     }
-    for (field, nodes) in [("interrupt_before", &body.interrupt_before), ("interrupt_after", &body.interrupt_after)] {
-        if nodes.clone().is_some_and(|n| !n.into_vec().is_empty()) {
-            return Err(ApiError::Invalid(format!(
-                "`{field}` per run is not offered yet: declare the breakpoint on the node (`#[node({field})]`)"
-            )));
-        }
-    }
     let temporary = thread.is_none();
     if temporary && body.command.is_some() {
         return Err(ApiError::BadRequest("You must provide a thread_id when resuming.".into()));
@@ -117,6 +110,8 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
         checkpoint_id: body.checkpoint_id(),
         context,
         recursion_limit: body.recursion_limit()?,
+        interrupt_before: body.interrupt_before.clone().map(request::OneOrMany::into_vec).unwrap_or_default(),
+        interrupt_after: body.interrupt_after.clone().map(request::OneOrMany::into_vec).unwrap_or_default(),
     };
     graph.validate(&spec)?;
     let kwargs = kwargs_of(&body);
@@ -199,5 +194,7 @@ fn kwargs_of(body: &RunCreate) -> Value {
         "subgraphs": body.stream_subgraphs.unwrap_or(false),
         "resumable": body.stream_resumable.unwrap_or(false),
         "checkpoint_id": body.checkpoint_id(),
+        "interrupt_before": body.interrupt_before.clone().map(request::OneOrMany::into_vec),
+        "interrupt_after": body.interrupt_after.clone().map(request::OneOrMany::into_vec),
     })
 }

@@ -1,7 +1,7 @@
 //! A run's events in the wire's terms: event names, LangChain message chunks, the metadata
 //! clients read from `messages` events, and the interrupt events LangGraph's server adds.
 
-use super::snapshot::{interrupt, to_wire};
+use super::snapshot::{shown, to_wire};
 use super::{Modes, Outcome, WireEvent};
 use crate::time;
 use crate::wire::messages::{fields_to_wire, message_to_wire};
@@ -106,7 +106,7 @@ impl Translator {
                 return Some(Outcome::Finished { values: to_wire(&state, self.fields) });
             }
             EventKind::Interrupted { state, interrupts } => {
-                let interrupts: Vec<Value> = interrupts.iter().map(interrupt).collect();
+                let interrupts = shown(&interrupts);
                 // LangGraph's server reports a pause on the stream as an `__interrupt__` update,
                 // or as values when the client did not ask for updates.
                 let pause = json!({"__interrupt__": interrupts});

@@ -63,6 +63,12 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Handle<S, C> {
         if let Some(id) = &spec.checkpoint_id {
             cfg = cfg.checkpoint(id.as_str());
         }
+        if !spec.interrupt_before.is_empty() {
+            cfg = cfg.interrupt_before(&spec.interrupt_before);
+        }
+        if !spec.interrupt_after.is_empty() {
+            cfg = cfg.interrupt_after(&spec.interrupt_after);
+        }
         Ok(cfg)
     }
 
@@ -107,7 +113,8 @@ pub(crate) fn graph_error(error: GraphError) -> ApiError {
         | GraphError::NothingToResume { .. }
         | GraphError::Resume { .. }
         | GraphError::UpdateState { .. }
-        | GraphError::Goto { .. } => ApiError::BadRequest(error.to_string()),
+        | GraphError::Goto { .. }
+        | GraphError::Breakpoint { .. } => ApiError::BadRequest(error.to_string()),
         GraphError::ThreadBusy { .. } => ApiError::Conflict(error.to_string()),
         other => ApiError::Graph(other.to_string()),
     }
@@ -141,6 +148,17 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Served for Handle<S,
 
     fn validate(&self, spec: &RunSpec) -> Result<(), ApiError> {
         Self::config(spec)?;
+        let nodes = self.graph.drawing().nodes;
+        for (field, names) in [("interrupt_before", &spec.interrupt_before), ("interrupt_after", &spec.interrupt_after)]
+        {
+            if let Some(unknown) = names.iter().find(|n| *n != "*" && !nodes.contains(n)) {
+                return Err(ApiError::Invalid(format!(
+                    "`{field}` names {unknown:?}, which graph `{}` does not have; its nodes are: {} (or \"*\" for all)",
+                    self.graph.name(),
+                    nodes.join(", ")
+                )));
+            }
+        }
         match &spec.start {
             Start::Input(value) => Self::update(value.clone()).map(drop),
             Start::Command { update: Some(update), .. } => Self::update(update.clone()).map(drop),

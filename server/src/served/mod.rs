@@ -47,6 +47,9 @@ pub(crate) struct RunSpec {
     pub(crate) checkpoint_id: Option<String>,
     pub(crate) context: Option<Value>,
     pub(crate) recursion_limit: Option<u64>,
+    /// Breakpoints of this run alone, by node name (`"*"`: every node).
+    pub(crate) interrupt_before: Vec<String>,
+    pub(crate) interrupt_after: Vec<String>,
 }
 
 /// One event on a run's stream, named as the wire names it (`values`, `updates|node:task`, ..).

@@ -10,6 +10,12 @@ pub(crate) fn interrupt(interrupt: &Interrupt) -> Value {
     json!({"value": interrupt.value, "id": interrupt.id})
 }
 
+/// The interrupts clients are shown: those nodes raised. A breakpoint pauses the thread (its
+/// status is `interrupted`, `next` names the node) but, as in LangGraph, asks nothing.
+pub(crate) fn shown(interrupts: &[Interrupt]) -> Vec<Value> {
+    interrupts.iter().filter(|i| !i.is_breakpoint()).map(interrupt).collect()
+}
+
 /// A task's id: stable for the checkpoint and the task's position, a UUID as clients expect.
 pub(crate) fn task_id(checkpoint: &str, index: u32) -> String {
     uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, format!("{checkpoint}:{index}").as_bytes()).to_string()
@@ -40,7 +46,7 @@ pub(crate) fn thread_state<S: State>(thread: &str, snapshot: &StateSnapshot<S>) 
                 "name": task.node,
                 "path": ["__pregel_pull", task.node],
                 "error": task.error,
-                "interrupts": task.interrupts.iter().map(interrupt).collect::<Vec<_>>(),
+                "interrupts": shown(&task.interrupts),
                 "checkpoint": null,
                 "state": null,
                 "result": task.result.as_ref().map(|r| to_wire(r, fields)),
@@ -55,7 +61,7 @@ pub(crate) fn thread_state<S: State>(thread: &str, snapshot: &StateSnapshot<S>) 
         "created_at": time::from_millis(snapshot.created_at_ms),
         "checkpoint": checkpoint_ref(thread, &snapshot.checkpoint_id),
         "parent_checkpoint": snapshot.parent_id.as_deref().map(|id| checkpoint_ref(thread, id)),
-        "interrupts": snapshot.interrupts.iter().map(interrupt).collect::<Vec<_>>(),
+        "interrupts": shown(&snapshot.interrupts),
     })
 }
 

@@ -1,0 +1,171 @@
+// Scenarios for graphwright-server, driven by LangGraph's JavaScript client
+// (@langchain/langgraph-sdk), the way chat UIs built on it call the server.
+//
+// Usage: node js_scenarios.mjs http://127.0.0.1:PORT SDK_DIR
+//
+// SDK_DIR is a folder whose node_modules holds the client (scripts/test prepares one). The
+// graphs (chat, approval, nested) are served by tests/server_sdk.rs.
+
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const [url, sdkDir] = process.argv.slice(2);
+const require = createRequire(path.join(path.resolve(sdkDir), "package.json"));
+const { Client } = require("@langchain/langgraph-sdk");
+const client = new Client({ apiUrl: url, apiKey: null });
+
+const scenarios = [];
+const scenario = (fn) => scenarios.push(fn);
+
+async function collect(stream) {
+  const parts = [];
+  for await (const part of stream) parts.push(part);
+  return parts;
+}
+
+const named = (parts, name) => parts.filter((p) => p.event === name).map((p) => p.data);
+
+// A chat UI's call: values + messages-tuple + custom, subgraphs and resumable on. The reply is
+// assembled from its chunks, every event carries an id, and joining the run after one of them
+// replays exactly the events that followed it.
+scenario(async function streamed_chat_as_a_chat_ui_calls_it() {
+  const thread = await client.threads.create({ metadata: { user: "js" } });
+  let created;
+  const parts = await collect(
+    client.runs.stream(thread.thread_id, "chat", {
+      input: { messages: [{ type: "human", content: "hello there" }] },
+      streamMode: ["values", "messages-tuple", "custom"],
+      streamSubgraphs: true,
+      streamResumable: true,
+      onRunCreated: (meta) => {
+        created = meta;
+      },
+    }),
+  );
+  assert.equal(parts[0].event, "metadata");
+  assert.equal(created.thread_id, thread.thread_id);
+  assert.equal(parts[0].data.run_id, created.run_id);
+  assert.deepEqual(new Set(parts.map((p) => p.event)), new Set(["metadata", "values", "messages", "custom"]));
+  assert.ok(parts.every((p) => p.id), "a resumable stream gives every event an id");
+
+  const tuples = named(parts, "messages");
+  const text = tuples
+    .filter(([chunk]) => chunk.type === "AIMessageChunk")
+    .map(([chunk]) => chunk.content)
+    .join("");
+  assert.equal(text, "You said: hello there");
+  const [chunk, meta] = tuples[0];
+  assert.equal(chunk.id, "reply-1");
+  assert.equal(meta.langgraph_node, "agent");
+  assert.equal(meta.thread_id, thread.thread_id);
+
+  const final = named(parts, "values").at(-1);
+  assert.deepEqual(
+    final.messages.map((m) => [m.type, m.content]),
+    [
+      ["human", "hello there"],
+      ["ai", "You said: hello there"],
+    ],
+  );
+  assert.deepEqual(named(parts, "custom")[0], { type: "progress", seen: 1 });
+
+  const from = 2;
+  const replay = await collect(
+    client.runs.joinStream(thread.thread_id, created.run_id, { lastEventId: parts[from].id }),
+  );
+  assert.deepEqual(
+    replay.map((p) => [p.event, p.id]),
+    parts.slice(from + 1).map((p) => [p.event, p.id]),
+  );
+});
+
+// A tool call travels as LangChain renders it: the AI message's tool_calls with parsed args,
+// then a `tool` message answering it by id.
+scenario(async function tool_calls_in_values() {
+  const result = await client.runs.wait(null, "chat", {
+    input: { messages: [{ role: "user", content: "what is the weather?" }] },
+  });
+  const [human, call, tool, reply] = result.messages;
+  assert.equal(human.type, "human");
+  assert.equal(call.type, "ai");
+  assert.deepEqual(
+    call.tool_calls.map((c) => [c.id, c.name, c.args]),
+    [["call-1", "weather", { city: "Oslo" }]],
+  );
+  assert.equal(tool.type, "tool");
+  assert.equal(tool.tool_call_id, "call-1");
+  assert.equal(reply.content, "It is 4 °C and raining there.");
+});
+
+// With subgraphs on, a subgraph's events are named `mode|node:task-id`.
+scenario(async function subgraph_events_are_namespaced() {
+  const parts = await collect(
+    client.runs.stream(null, "nested", { input: {}, streamMode: ["updates"], streamSubgraphs: true }),
+  );
+  const names = parts.map((p) => p.event);
+  assert.ok(names.includes("updates"), names);
+  const inner = names.find((n) => n.startsWith("updates|inner:"));
+  assert.ok(inner, `no subgraph event in ${names}`);
+  assert.deepEqual(parts.find((p) => p.event === inner).data, { work: { trail: ["inner"] } });
+  assert.deepEqual(named(parts, "updates").at(-1), { after: { trail: ["after"] } });
+});
+
+// A paused thread, then the resume a chat UI sends; search and history as a thread list shows
+// them.
+scenario(async function interrupt_resume_search_and_history() {
+  const thread = await client.threads.create({ metadata: { owner: "js-approval" } });
+  const paused = await collect(
+    client.runs.stream(thread.thread_id, "approval", {
+      input: { request: "refund 7" },
+      streamMode: ["updates"],
+    }),
+  );
+  const pause = named(paused, "updates").find((u) => "__interrupt__" in u);
+  assert.equal(pause.__interrupt__[0].value.question, "approve?");
+  assert.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
+
+  const resumed = await client.runs.wait(thread.thread_id, "approval", { command: { resume: "yes" } });
+  assert.deepEqual(resumed.log, ["answer: yes", "acted"]);
+
+  const found = await client.threads.search({ metadata: { owner: "js-approval" } });
+  assert.deepEqual(
+    found.map((t) => [t.thread_id, t.status]),
+    [[thread.thread_id, "idle"]],
+  );
+  const history = await client.threads.getHistory(thread.thread_id, { limit: 20 });
+  assert.deepEqual(history[0].values.log, ["answer: yes", "acted"]);
+  assert.deepEqual(history[0].next, []);
+  assert.ok(
+    history.some((state) => state.next.includes("ask")),
+    "the paused checkpoint is in the history",
+  );
+  const ids = history.map((state) => state.checkpoint.checkpoint_id);
+  assert.equal(new Set(ids).size, ids.length, "each checkpoint once");
+  const older = await client.threads.getHistory(thread.thread_id, { limit: 1, before: history[0].checkpoint });
+  assert.equal(older[0].checkpoint.checkpoint_id, ids[1]);
+});
+
+// A missing thread is a 404 the client reports, not a hang or a crash.
+scenario(async function missing_thread() {
+  await assert.rejects(client.threads.get("00000000-0000-0000-0000-000000000000"), (error) => {
+    assert.equal(error.status, 404);
+    return true;
+  });
+});
+
+let failed = 0;
+for (const fn of scenarios) {
+  try {
+    await fn();
+    console.log(`ok   ${fn.name}`);
+  } catch (error) {
+    failed += 1;
+    console.log(`FAIL ${fn.name}: ${error.stack ?? error}`);
+  }
+}
+if (failed) {
+  console.log(`${failed} of ${scenarios.length} scenarios failed`);
+  process.exit(1);
+}
+console.log("all scenarios passed");
