@@ -106,6 +106,44 @@ async fn delete_removes_one_thread_only(saver: &dyn Checkpointer) {
     saver.delete_thread("never-existed").await.unwrap();
 }
 
+/// Rolling back removes the thread's newer checkpoints with their writes, and those its
+/// subgraphs stored since, and leaves older ones and other threads alone.
+async fn delete_after_rolls_a_thread_back(saver: &dyn Checkpointer) {
+    let sep = graphwright::checkpoint::NAMESPACE_SEPARATOR;
+    let sub = format!("r{sep}inner:r2:0");
+    let (r, nested, near) = (claim(saver, "r").await, claim(saver, &sub).await, claim(saver, "r2").await);
+    saver.put(&r, record("r", "r1", None, -1, Source::Input), None, vec![]).await.unwrap();
+    saver
+        .put(&r, record("r", "r2", Some("r1"), 0, Source::Loop), Some("r1".into()), vec![write("r", "r1", 0, "a")])
+        .await
+        .unwrap();
+    saver
+        .put(&r, record("r", "r3", Some("r2"), 1, Source::Loop), Some("r2".into()), vec![write("r", "r2", 0, "b")])
+        .await
+        .unwrap();
+    saver.put_writes(&r, vec![write("r", "r3", 0, "c")]).await.unwrap();
+    saver.put(&nested, record(&sub, "r1x", None, -1, Source::Input), None, vec![]).await.unwrap();
+    saver.put(&nested, record(&sub, "r3x", Some("r1x"), 0, Source::Loop), Some("r1x".into()), vec![]).await.unwrap();
+    // "r2" starts with "r" but is another thread, not a subgraph of it.
+    saver.put(&near, record("r2", "r9", None, -1, Source::Input), None, vec![]).await.unwrap();
+
+    saver.delete_after("r", Some("r2")).await.unwrap();
+    let ids = |list: Vec<CheckpointRecord>| list.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(ids(saver.list("r", &ListFilter::default()).await.unwrap()), ["r2", "r1"]);
+    assert_eq!(saver.writes("r", "r1").await.unwrap().len(), 1, "writes of kept checkpoints stay");
+    assert!(saver.writes("r", "r3").await.unwrap().is_empty(), "writes of removed checkpoints go");
+    assert_eq!(ids(saver.list(&sub, &ListFilter::default()).await.unwrap()), ["r1x"]);
+    assert_eq!(ids(saver.list("r2", &ListFilter::default()).await.unwrap()), ["r9"]);
+    let fenced = saver.put_writes(&r, vec![write("r", "r2", 1, "late")]).await;
+    assert!(matches!(fenced, Err(CheckpointError::Fenced { .. })), "the run writing before is fenced off: {fenced:?}");
+
+    saver.delete_after("r", None).await.unwrap();
+    assert_eq!(saver.get("r", None).await.unwrap(), None);
+    assert!(saver.writes("r", "r1").await.unwrap().is_empty());
+    assert!(saver.list(&sub, &ListFilter::default()).await.unwrap().is_empty());
+    assert!(saver.get("r2", None).await.unwrap().is_some());
+}
+
 /// A claim excludes every other claim of the thread until it is released; each claim's fence
 /// is larger than the one before, and a write under a stale claim is refused.
 async fn claims_exclude_and_fence(saver: &dyn Checkpointer) {
@@ -256,6 +294,12 @@ macro_rules! conformance {
             async fn delete_removes_one_thread_only() {
                 let (saver, _keep) = $make;
                 super::delete_removes_one_thread_only(&*saver).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn delete_after_rolls_a_thread_back() {
+                let (saver, _keep) = $make;
+                super::delete_after_rolls_a_thread_back(&*saver).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

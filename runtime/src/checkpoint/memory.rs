@@ -248,4 +248,27 @@ impl Checkpointer for MemorySaver {
         });
         async move { result }.boxed()
     }
+
+    fn delete_after<'a>(
+        &'a self,
+        thread: &'a str,
+        after: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        let result = self.threads().map(|mut threads| {
+            let nested = format!("{thread}{}", super::NAMESPACE_SEPARATOR);
+            for (key, found) in threads.iter_mut() {
+                if key != thread && !key.starts_with(&nested) {
+                    continue;
+                }
+                let keep = after.map_or(0, |id| found.find(id).map_or_else(|at| at, |at| at + 1));
+                found.checkpoints.truncate(keep);
+                found.writes.retain(|id, _| after.is_some_and(|after| id.as_str() <= after));
+                if key == thread {
+                    found.fence += 1;
+                    found.claimed = false;
+                }
+            }
+        });
+        async move { result }.boxed()
+    }
 }

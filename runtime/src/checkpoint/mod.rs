@@ -171,6 +171,10 @@ pub enum BatchOp {
     },
 }
 
+/// What separates a thread id from a subgraph's namespace in the keys subgraphs store their
+/// checkpoints under (`thread`, then this, then the namespace).
+pub const NAMESPACE_SEPARATOR: char = '\u{1f}';
+
 /// A store of checkpoints. Implementations must be safe to share between runs and threads.
 ///
 /// A run first [`claim`](Checkpointer::claim)s its thread: while the claim is held, no other
@@ -240,6 +244,27 @@ pub trait Checkpointer: Send + Sync + 'static {
 
     /// Deletes every checkpoint and write of `thread`.
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>>;
+
+    /// Deletes the checkpoints of `thread` newer than checkpoint `after` (all of them when
+    /// `None`), with their writes, and those its subgraphs stored under the thread (keys
+    /// starting with the thread id and [`NAMESPACE_SEPARATOR`]) in the same span: the thread
+    /// reads as it did at `after`, as if the runs since had never happened. A run still
+    /// writing to the thread is fenced off. Used to roll a cancelled run back.
+    ///
+    /// The default refuses: a backend must say how it deletes a span of a thread.
+    fn delete_after<'a>(
+        &'a self,
+        thread: &'a str,
+        after: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        let _ = after;
+        Box::pin(async move {
+            Err(CheckpointError::backend(
+                format!("rolled thread `{thread}` back"),
+                "this checkpointer does not implement `Checkpointer::delete_after`",
+            ))
+        })
+    }
 
     /// Whether a put completes in this process's memory, without I/O. Under
     /// [`Durability::Async`](crate::Durability::Async) such a store is written in line: a

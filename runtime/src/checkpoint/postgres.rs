@@ -655,4 +655,41 @@ impl Checkpointer for PostgresSaver {
         }
         .boxed()
     }
+
+    fn delete_after<'a>(
+        &'a self,
+        thread: &'a str,
+        after: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        async move {
+            let after = after.unwrap_or_default();
+            let nested = format!("{thread}{}", super::NAMESPACE_SEPARATOR);
+            let op = &format!("rolled thread `{thread}` back to checkpoint `{after}`");
+            let mut client = self.client(op).await?;
+            let tx = client.transaction().await.map_err(pg(op))?;
+            tx.execute(LOCK_THREAD, &[&THREAD_LOCK, &thread]).await.map_err(pg(op))?;
+            // Ids are fixed-width and ordered by creation (collation "C"), so "newer" is a text
+            // comparison.
+            let of_thread = "(thread_id = $1 OR left(thread_id, length($2)) = $2)";
+            tx.execute(
+                &format!("DELETE FROM graphwright_writes WHERE {of_thread} AND checkpoint_id > $3"),
+                &[&thread, &nested, &after],
+            )
+            .await
+            .map_err(pg(op))?;
+            tx.execute(
+                &format!("DELETE FROM graphwright_checkpoints WHERE {of_thread} AND id > $3"),
+                &[&thread, &nested, &after],
+            )
+            .await
+            .map_err(pg(op))?;
+            tx.execute("UPDATE graphwright_claims SET owner = 0, fence = fence + 1 WHERE thread_id = $1", &[&thread])
+                .await
+                .map_err(pg(op))?;
+            tx.commit().await.map_err(pg(op))?;
+            self.held().remove(thread);
+            Ok(())
+        }
+        .boxed()
+    }
 }

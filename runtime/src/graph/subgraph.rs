@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 /// Separates the parent's key from a subgraph's namespace in the keys subgraph checkpoints are
 /// stored under. A control character: no thread id a person chooses ends up containing it.
-const NAMESPACE_SEPARATOR: char = '\u{1f}';
+use crate::checkpoint::NAMESPACE_SEPARATOR;
 
 /// How a subgraph's state is made from its parent's state, and what it gives back.
 ///

@@ -136,9 +136,7 @@ pub(super) async fn delete(
 fn cancel_action(query: &Query) -> Result<Cancel, ApiError> {
     match query.get("action") {
         None | Some("interrupt") => Ok(Cancel::Interrupt),
-        Some("rollback") => Err(ApiError::Invalid(
-            "cancel action \"rollback\" is not offered yet: use \"interrupt\" (the run stops and keeps its finished steps)".into(),
-        )),
+        Some("rollback") => Ok(Cancel::Rollback),
         Some(other) => Err(ApiError::Invalid(format!("`action` must be interrupt or rollback, not {other:?}"))),
     }
 }

@@ -1,7 +1,7 @@
 //! Executing one run: wait for the thread, run the graph, record how it ended, then let its
 //! followers go (a client that sees the stream close can read the run's final status).
 
-use super::live::Live;
+use super::live::{Cancel, Live};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::meta;
@@ -9,6 +9,9 @@ use crate::served::{Emitted, Outcome, RunSpec, Served, WireEvent, interrupts_by_
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
+
+/// Not a status: a rolled-back run's record is deleted.
+const ROLLED_BACK: &str = "";
 
 pub(super) struct Job {
     pub(super) app: Arc<App>,
@@ -22,7 +25,10 @@ pub(super) struct Job {
 /// How the graph part of a run ended.
 enum Ended {
     Graph(Outcome),
+    /// Stopped; what it finished stays.
     Cancelled,
+    /// Stopped and undone: its checkpoints are deleted, and its record is to be.
+    RolledBack,
 }
 
 impl Job {
@@ -30,8 +36,13 @@ impl Job {
         let lock = self.app.runs.lock_for(&self.spec.thread_id);
         let ended = tokio::select! {
             biased;
-            _ = self.live.cancelled() => Ended::Cancelled,
+            // Cancelled before it started: there is nothing of it to undo.
+            how = self.live.cancelled() => match how {
+                Cancel::Interrupt => Ended::Cancelled,
+                Cancel::Rollback => Ended::RolledBack,
+            },
             guard = lock.lock_owned() => {
+                // The rollback happens under the thread's lock, so the next run sees it done.
                 let ended = self.execute().await;
                 drop(guard);
                 ended
@@ -56,13 +67,22 @@ impl Job {
     }
 
     async fn execute(&self) -> Ended {
-        if self.live.cancel_requested().is_some() {
-            return Ended::Cancelled;
+        match self.live.cancel_requested() {
+            Some(Cancel::Interrupt) => return Ended::Cancelled,
+            Some(Cancel::Rollback) => return Ended::RolledBack,
+            None => {}
         }
         let run_id = self.live.run_id.clone();
         if let Err(error) = self.app.meta.call(move |conn| Ok(meta::set_run_status(conn, &run_id, "running")?)).await {
             return Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() });
         }
+        // Where a rollback returns the thread to.
+        let head = match self.app.saver.get(&self.spec.thread_id, None).await {
+            Ok(head) => head.map(|record| record.id),
+            Err(error) => {
+                return Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() });
+            }
+        };
         let mut events = match self.graph.start(self.spec.clone()).await {
             Ok(events) => events,
             Err(error) => {
@@ -72,7 +92,13 @@ impl Job {
         loop {
             tokio::select! {
                 biased;
-                _ = self.live.cancelled() => return Ended::Cancelled,
+                how = self.live.cancelled() => {
+                    drop(events);
+                    return match how {
+                        Cancel::Interrupt => Ended::Cancelled,
+                        Cancel::Rollback => self.roll_back(head.as_deref()).await,
+                    };
+                }
                 item = events.next() => match item {
                     Some(Emitted::Event(event)) => self.live.push(&event),
                     Some(Emitted::Done(outcome)) => return Ended::Graph(outcome),
@@ -82,6 +108,17 @@ impl Job {
                     }),
                 },
             }
+        }
+    }
+
+    /// Deletes what the cancelled run wrote to its thread: the checkpoints after `head`.
+    async fn roll_back(&self, head: Option<&str>) -> Ended {
+        match self.app.saver.delete_after(&self.spec.thread_id, head).await {
+            Ok(()) => Ended::RolledBack,
+            Err(error) => Ended::Graph(Outcome::Failed {
+                error: "StorageError".into(),
+                message: format!("the run was cancelled but could not be rolled back: {error}"),
+            }),
         }
     }
 
@@ -102,6 +139,13 @@ impl Job {
                 let outcome = Outcome::Finished { values: values.clone() };
                 ("interrupted", if interrupts.is_empty() { "idle" } else { "interrupted" }, outcome)
             }
+            Ended::RolledBack => {
+                let outcome = Outcome::Failed {
+                    error: "CancelledError".into(),
+                    message: "the run was cancelled and rolled back: what it wrote to the thread is deleted".into(),
+                };
+                (ROLLED_BACK, if interrupts.is_empty() { "idle" } else { "interrupted" }, outcome)
+            }
         };
         let run_id = self.live.run_id.clone();
         let interrupts = Value::Object(interrupts);
@@ -110,7 +154,11 @@ impl Job {
             .meta
             .call(move |conn| {
                 let tx = meta::write(conn)?;
-                meta::set_run_status(&tx, &run_id, run_status)?;
+                if run_status == ROLLED_BACK {
+                    meta::delete_run(&tx, &thread, &run_id)?;
+                } else {
+                    meta::set_run_status(&tx, &run_id, run_status)?;
+                }
                 // Another run queued on the thread keeps it busy.
                 let status = if meta::open_runs(&tx, &thread)?.is_empty() { thread_status } else { "busy" };
                 meta::set_thread_state(&tx, &thread, status, &values, &interrupts)?;

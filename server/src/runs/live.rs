@@ -14,12 +14,14 @@ pub(crate) struct Frame {
     pub(crate) data: String,
 }
 
-/// How a cancelled run is to end. LangGraph's `rollback` (delete the run and its checkpoints)
-/// is refused at the API until checkpointers can delete a run's checkpoints.
+/// How a cancelled run is to end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cancel {
     /// Stop; completed steps stay in the thread (run status `interrupted`).
     Interrupt,
+    /// Stop, delete the checkpoints the run wrote and the run itself: the thread is as it was
+    /// before the run.
+    Rollback,
 }
 
 #[derive(Default)]

@@ -77,11 +77,6 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
     let graph = Arc::clone(app.graph(&graph_id)?);
     let modes = body.modes()?;
     let multitask = body.multitask()?;
-    if multitask == Multitask::Rollback {
-        return Err(ApiError::Invalid(
-            "multitask_strategy \"rollback\" is not offered yet: use \"interrupt\" (the in-flight run stops and keeps its finished steps), \"reject\" or \"enqueue\"".into(),
-        ));
-    }
     let temporary = thread.is_none();
     if temporary && body.command.is_some() {
         return Err(ApiError::BadRequest("You must provide a thread_id when resuming.".into()));
@@ -119,9 +114,10 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
     let creates = temporary || body.creates_thread()?;
     let row = Row { run_id: run_id.clone(), thread_id: thread_id.clone(), graph_id, assistant_id, metadata, kwargs };
     let (run, superseded) = app.meta.call(move |conn| register(conn, &row, creates, multitask)).await?;
+    let how = if multitask == Multitask::Rollback { Cancel::Rollback } else { Cancel::Interrupt };
     for id in superseded {
         if let Some(other) = app.runs.get(&id) {
-            other.cancel(Cancel::Interrupt);
+            other.cancel(how);
         }
     }
     let live = Live::new(run_id.clone(), thread_id.clone(), body.stream_resumable.unwrap_or(false));
@@ -178,7 +174,7 @@ fn register(
     let run = meta::insert_run(&tx, &record)?;
     meta::set_thread_status(&tx, thread_id, "busy")?;
     tx.commit()?;
-    let superseded = if multitask == Multitask::Interrupt { open } else { Vec::new() };
+    let superseded = if matches!(multitask, Multitask::Interrupt | Multitask::Rollback) { open } else { Vec::new() };
     Ok((run, superseded))
 }
 

@@ -516,4 +516,30 @@ impl Checkpointer for SqliteSaver {
             tx.commit().map_err(sql(&operation))
         })
     }
+
+    fn delete_after<'a>(
+        &'a self,
+        thread: &'a str,
+        after: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), CheckpointError>> {
+        let thread = thread.to_owned();
+        let nested = format!("{thread}{}", super::NAMESPACE_SEPARATOR);
+        let after = after.unwrap_or_default().to_owned();
+        let held = Arc::clone(&self.held);
+        let operation = format!("rolled thread `{thread}` back to checkpoint `{after}`");
+        self.call(operation.clone(), move |c| {
+            let tx = c.transaction().map_err(sql(&operation))?;
+            // Ids are fixed-width and ordered by creation, so "newer" is a text comparison.
+            let of_thread = "(thread_id = ?1 OR substr(thread_id, 1, length(?2)) = ?2)";
+            let params = rusqlite::params![thread, nested, after];
+            tx.execute(&format!("DELETE FROM writes WHERE {of_thread} AND checkpoint_id > ?3"), params)
+                .map_err(sql(&operation))?;
+            tx.execute(&format!("DELETE FROM checkpoints WHERE {of_thread} AND id > ?3"), params)
+                .map_err(sql(&operation))?;
+            tx.execute("UPDATE graphwright_claims SET owner = '', fence = fence + 1 WHERE thread_id = ?1", [&thread])
+                .map_err(sql(&operation))?;
+            held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&thread);
+            tx.commit().map_err(sql(&operation))
+        })
+    }
 }
