@@ -235,3 +235,78 @@ async fn langgraph_js_client_scenarios() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/js_scenarios.mjs");
     run_scenarios("node".to_owned(), script, vec![sdk]).await;
 }
+
+/// Opens `url` in headless Chromium (through playwright-core), waits for the run the page
+/// starts to end, saves a screenshot at `picture` and returns the page's HTML.
+async fn open_page(url: String, picture: &std::path::Path) -> String {
+    let chromium = prepared("GRAPHWRIGHT_TEST_CHROMIUM", "Debian's chromium");
+    let node = prepared("GRAPHWRIGHT_TEST_JS_SDK", "playwright-core");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/page_check.mjs");
+    let picture = picture.display().to_string();
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new("node").args([script, &url, &node, &chromium, &picture]).output().expect("node starts")
+    });
+    let output = tokio::time::timeout(Duration::from_mins(2), run).await.expect("the page settles").unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "the page check failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
+/// How many pixels of the picture at `path` have exactly the colour `rgb`.
+fn pixels_of(path: &std::path::Path, rgb: [u8; 3]) -> usize {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut buffer).unwrap();
+    assert_eq!((frame.width, frame.height), (900, 700), "the window's size");
+    let channels = frame.color_type.samples();
+    buffer[..frame.buffer_size()].chunks(channels).filter(|px| px[..3] == rgb).count()
+}
+
+/// The chat page at `/`, in headless Chromium: a message sent from the page streams back the
+/// reply, with the tool call and its result shown; a graph that asks a person shows the
+/// question with a form to answer it. The screenshots land in the test's temporary folder for
+/// review (`target/tmp/chat-page-*.png`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_page_in_headless_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve(&dir.path().join("server.db")).await;
+
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let picture = shots.join("chat-page-weather.png");
+    let chat = format!("http://{addr}/?graph=chat&message=what%20is%20the%20weather%3F");
+    let dom = open_page(chat, &picture).await;
+    for shown in [
+        r#"<li class="message human" data-id="#,
+        ">what is the weather?</li>",
+        r#"<span class="tool-call">calls weather({"city":"Oslo"})</span>"#,
+        r#"<li class="message tool" data-id="#,
+        "weather: 4 °C and raining</li>",
+        r#"<li class="message ai" data-id="reply-3">It is 4 °C and raining there.</li>"#,
+        "thread idle",
+    ] {
+        assert!(dom.contains(shown), "the page does not show {shown:?}:\n{dom}");
+    }
+    assert!(dom.contains(r#"<section id="interrupt" hidden="">"#), "no question is shown:\n{dom}");
+
+    let approval = format!("http://{addr}/?graph=approval&message=%7B%22request%22%3A%22refund%207%22%7D");
+    let dom = open_page(approval, &shots.join("chat-page-approval.png")).await;
+    assert!(dom.contains(r#"<section id="interrupt">"#), "the question is shown:\n{dom}");
+    assert!(
+        dom.contains("&quot;question&quot;: &quot;approve?&quot;") || dom.contains(r#""question": "approve?""#),
+        "{dom}"
+    );
+    assert!(dom.contains("thread interrupted"), "{dom}");
+
+    // The user's bubble (#2f5bd3) and the tool's result (#eef7ee) are drawn, in their colours.
+    assert!(
+        pixels_of(&picture, [0x2f, 0x5b, 0xd3]) > 2000,
+        "the user's message is not drawn: see {}",
+        picture.display()
+    );
+    assert!(
+        pixels_of(&picture, [0xee, 0xf7, 0xee]) > 2000,
+        "the tool's result is not drawn: see {}",
+        picture.display()
+    );
+}

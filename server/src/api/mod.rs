@@ -1,6 +1,7 @@
 //! The HTTP routes of the Agent Server API.
 
 mod assistants;
+mod page;
 mod respond;
 mod runs;
 mod store;
@@ -16,6 +17,9 @@ use std::sync::Arc;
 /// Every route, over `app`.
 pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
+        .route("/", get(page::index))
+        .route("/ui/app.js", get(page::script))
+        .route("/ui/style.css", get(page::style))
         .route("/ok", get(system::ok))
         .route("/info", get(system::info))
         .route("/assistants", post(assistants::create))
