@@ -42,8 +42,11 @@
 //!     print(part.event, part.data)
 //! ```
 //!
-//! What is served, and where it differs from LangGraph's server, is listed in the crate's
-//! README.
+//! A browser pointed at the server's root gets a small chat page for trying a graph:
+//! `http://127.0.0.1:2024/?graph=echo&message=hi` opens it and sends a first message.
+//!
+//! What is served, and where it differs from LangGraph's server, is listed in the
+//! repository's README.
 
 mod api;
 mod app;
