@@ -340,6 +340,19 @@ fn check_claim(claim: &Claim, owner: i32, row: Option<&Row>) -> Result<(), Check
 }
 
 /// Inserts `writes` in one statement; a write already stored under its key is kept.
+impl PostgresSaver {
+    /// Ends a deletion on `thread`: frees its claim and bumps its fence (the claim row stays, so
+    /// fences keep growing and a run still writing is fenced off), then commits `tx`.
+    async fn fence_off(&self, tx: Transaction<'_>, thread: &str, op: &str) -> Result<(), CheckpointError> {
+        tx.execute("UPDATE graphwright_claims SET owner = 0, fence = fence + 1 WHERE thread_id = $1", &[&thread])
+            .await
+            .map_err(pg(op))?;
+        tx.commit().await.map_err(pg(op))?;
+        self.held().remove(thread);
+        Ok(())
+    }
+}
+
 async fn insert_writes(tx: &Transaction<'_>, writes: &[WriteRecord]) -> Result<(), tokio_postgres::Error> {
     if writes.is_empty() {
         return Ok(());
@@ -645,13 +658,7 @@ impl Checkpointer for PostgresSaver {
             tx.execute(LOCK_THREAD, &[&THREAD_LOCK, &thread]).await.map_err(pg(op))?;
             tx.execute("DELETE FROM graphwright_writes WHERE thread_id = $1", &[&thread]).await.map_err(pg(op))?;
             tx.execute("DELETE FROM graphwright_checkpoints WHERE thread_id = $1", &[&thread]).await.map_err(pg(op))?;
-            // The claim row stays, so fences keep growing; a run still writing is fenced off.
-            tx.execute("UPDATE graphwright_claims SET owner = 0, fence = fence + 1 WHERE thread_id = $1", &[&thread])
-                .await
-                .map_err(pg(op))?;
-            tx.commit().await.map_err(pg(op))?;
-            self.held().remove(thread);
-            Ok(())
+            self.fence_off(tx, thread, op).await
         }
         .boxed()
     }
@@ -683,12 +690,7 @@ impl Checkpointer for PostgresSaver {
             )
             .await
             .map_err(pg(op))?;
-            tx.execute("UPDATE graphwright_claims SET owner = 0, fence = fence + 1 WHERE thread_id = $1", &[&thread])
-                .await
-                .map_err(pg(op))?;
-            tx.commit().await.map_err(pg(op))?;
-            self.held().remove(thread);
-            Ok(())
+            self.fence_off(tx, thread, op).await
         }
         .boxed()
     }
