@@ -41,6 +41,15 @@ async def expect_status(call, status):
     raise AssertionError(f"expected HTTP {status}, the call succeeded")
 
 
+async def refused(call, error, what):
+    """Awaits `call` and checks the SDK raised `error`; `what` says what was wrongly accepted."""
+    try:
+        await call
+    except error:
+        return
+    raise AssertionError(what)
+
+
 def events(parts, name):
     return [data for event, data in parts if event == name]
 
@@ -68,11 +77,7 @@ async def assistants():
     mine = await client.assistants.create("chat", name="mine", metadata={"team": "a"}, context={"tone": "dry"})
     assert (await client.assistants.get(mine["assistant_id"]))["name"] == "mine"
     assert [a["assistant_id"] for a in await client.assistants.search(metadata={"team": "a"})] == [mine["assistant_id"]]
-    try:
-        await client.assistants.create("chat", assistant_id=mine["assistant_id"])
-        raise AssertionError("a duplicate assistant id was accepted")
-    except ConflictError:
-        pass
+    await refused(client.assistants.create("chat", assistant_id=mine["assistant_id"]), ConflictError, "a duplicate assistant id was accepted")
     same = await client.assistants.create("chat", assistant_id=mine["assistant_id"], if_exists="do_nothing")
     assert same["name"] == "mine"
     updated = await client.assistants.update(mine["assistant_id"], metadata={"more": 1})
@@ -85,11 +90,7 @@ async def assistants():
     assert ("__start__", "agent", False) in edges and ("agent", "tools", True) in edges, edges
     schemas = await client.assistants.get_schemas("chat")
     assert schemas["graph_id"] == "chat"
-    try:
-        await client.assistants.get("no-such-graph")
-        raise AssertionError("an unknown assistant was found")
-    except NotFoundError:
-        pass
+    await refused(client.assistants.get("no-such-graph"), NotFoundError, "an unknown assistant was found")
     await client.assistants.delete(mine["assistant_id"])
     assert await client.assistants.count(graph_id="chat") == 1
 
@@ -99,11 +100,7 @@ async def threads_lifecycle():
     thread = await client.threads.create(metadata={"user": "ana"}, graph_id="approval")
     tid = thread["thread_id"]
     assert thread["status"] == "idle" and thread["metadata"]["user"] == "ana"
-    try:
-        await client.threads.create(thread_id=tid)
-        raise AssertionError("a duplicate thread id was accepted")
-    except ConflictError:
-        pass
+    await refused(client.threads.create(thread_id=tid), ConflictError, "a duplicate thread id was accepted")
     assert (await client.threads.create(thread_id=tid, if_exists="do_nothing"))["thread_id"] == tid
     await client.threads.update(tid, metadata={"plan": "pro"})
     got = await client.threads.get(tid)
@@ -114,11 +111,7 @@ async def threads_lifecycle():
     assert empty["checkpoint"] is None and empty["values"] == {}
     assert await client.threads.get_history(tid) == []
     await client.threads.delete(tid)
-    try:
-        await client.threads.get(tid)
-        raise AssertionError("a deleted thread was found")
-    except NotFoundError:
-        pass
+    await refused(client.threads.get(tid), NotFoundError, "a deleted thread was found")
 
 
 @scenario
@@ -265,11 +258,7 @@ async def update_state_and_fork():
     assert update["checkpoint"]["thread_id"] == tid
     state = await client.threads.get_state(tid)
     assert state["values"]["request"] == "edited"
-    try:
-        await client.threads.update_state(tid, {"nonexistent": 1})
-        raise AssertionError("an update of an unknown field was accepted")
-    except UnprocessableEntityError:
-        pass
+    await refused(client.threads.update_state(tid, {"nonexistent": 1}), UnprocessableEntityError, "an update of an unknown field was accepted")
 
 
 @scenario
@@ -289,17 +278,9 @@ async def background_run_join_and_cancel():
     cancelled = await client.runs.get(tid, long["run_id"])
     assert cancelled["status"] == "interrupted", cancelled
     assert (await client.threads.get(tid))["status"] == "idle"
-    try:
-        await client.runs.cancel(tid, long["run_id"], action="rollback")
-        raise AssertionError("an ended run was rolled back")
-    except ConflictError:
-        pass
+    await refused(client.runs.cancel(tid, long["run_id"], action="rollback"), ConflictError, "an ended run was rolled back")
     await client.runs.delete(tid, run["run_id"])
-    try:
-        await client.runs.get(tid, run["run_id"])
-        raise AssertionError("a deleted run was found")
-    except NotFoundError:
-        pass
+    await refused(client.runs.get(tid, run["run_id"]), NotFoundError, "a deleted run was found")
 
 
 @scenario
@@ -308,11 +289,7 @@ async def multitask_strategies():
     tid = thread["thread_id"]
     first = await client.runs.create(tid, "slow", input={"steps": 100, "pause_ms": 30})
     await asyncio.sleep(0.2)
-    try:
-        await client.runs.create(tid, "slow", input={"steps": 1, "pause_ms": 1}, multitask_strategy="reject")
-        raise AssertionError("a second run was accepted with reject")
-    except ConflictError:
-        pass
+    await refused(client.runs.create(tid, "slow", input={"steps": 1, "pause_ms": 1}, multitask_strategy="reject"), ConflictError, "a second run was accepted with reject")
     queued = await client.runs.create(tid, "slow", input={"steps": 1, "pause_ms": 1}, multitask_strategy="enqueue")
     assert queued["status"] == "pending"
     interrupting = await client.runs.create(tid, "slow", input={"steps": 1, "pause_ms": 1}, multitask_strategy="interrupt")

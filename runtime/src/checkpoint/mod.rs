@@ -245,11 +245,13 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// Deletes every checkpoint and write of `thread`.
     fn delete_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), CheckpointError>>;
 
-    /// Deletes the checkpoints of `thread` newer than checkpoint `after` (all of them when
-    /// `None`), with their writes, and those its subgraphs stored under the thread (keys
+    /// Deletes the checkpoints of `thread` newer than `after` (all of them when `None`), with
+    /// their writes, and those its subgraphs stored under the thread (keys
     /// starting with the thread id and [`NAMESPACE_SEPARATOR`]) in the same span: the thread
     /// reads as it did at `after`, as if the runs since had never happened. A run still
-    /// writing to the thread is fenced off. Used to roll a cancelled run back.
+    /// writing to the thread is fenced off. Used to roll a cancelled run back. `after` is
+    /// compared as an id, so it need not name a stored checkpoint: an id from
+    /// [`new_checkpoint_id`] taken before a run starts marks everything the run wrote.
     ///
     /// The default refuses: a backend must say how it deletes a span of a thread.
     fn delete_after<'a>(

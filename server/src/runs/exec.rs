@@ -76,13 +76,9 @@ impl Job {
         if let Err(error) = self.app.meta.call(move |conn| Ok(meta::set_run_status(conn, &run_id, "running")?)).await {
             return Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() });
         }
-        // Where a rollback returns the thread to.
-        let head = match self.app.saver.get(&self.spec.thread_id, None).await {
-            Ok(head) => head.map(|record| record.id),
-            Err(error) => {
-                return Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() });
-            }
-        };
+        // Where a rollback returns the thread to: ids are ordered by creation, so every
+        // checkpoint the run writes sorts after one made now, and no read is needed.
+        let start = graphwright::checkpoint::new_checkpoint_id();
         let mut events = match self.graph.start(self.spec.clone()).await {
             Ok(events) => events,
             Err(error) => {
@@ -96,7 +92,7 @@ impl Job {
                     drop(events);
                     return match how {
                         Cancel::Interrupt => Ended::Cancelled,
-                        Cancel::Rollback => self.roll_back(head.as_deref()).await,
+                        Cancel::Rollback => self.roll_back(&start).await,
                     };
                 }
                 item = events.next() => match item {
@@ -111,9 +107,9 @@ impl Job {
         }
     }
 
-    /// Deletes what the cancelled run wrote to its thread: the checkpoints after `head`.
-    async fn roll_back(&self, head: Option<&str>) -> Ended {
-        match self.app.saver.delete_after(&self.spec.thread_id, head).await {
+    /// Deletes what the cancelled run wrote to its thread: the checkpoints after `start`.
+    async fn roll_back(&self, start: &str) -> Ended {
+        match self.app.saver.delete_after(&self.spec.thread_id, Some(start)).await {
             Ok(()) => Ended::RolledBack,
             Err(error) => Ended::Graph(Outcome::Failed {
                 error: "StorageError".into(),
