@@ -1,43 +1,67 @@
 //! One suite, run against every store: items, namespaces, search with filters and paging,
 //! listing, TTL (on a manual clock, so nothing sleeps), and name rules; then whole runs whose
-//! nodes share memory across threads. SQLite runs on a real file; its damaged rows give typed
-//! errors.
+//! nodes share memory across threads. SQLite runs on a real file; PostgreSQL (feature
+//! `postgres`) on the server at `GRAPHWRIGHT_TEST_POSTGRES`, a schema per test. Damaged rows of
+//! both give typed errors; two PostgreSQL stores on one database see each other's writes.
+
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod postgres_server;
 
 use graphwright::checkpoint::SqliteSaver;
 use graphwright::prelude::*;
+#[cfg(feature = "postgres")]
+use graphwright::store::PostgresStore;
 use graphwright::store::{
     Filter, InMemoryStore, Item, ManualClock, SearchQuery, SqliteStore, Store, StoreError, StoreOptions,
 };
 use serde_json::{Value, json};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// A store under test, with whatever must outlive it (its temporary directory).
+/// A store under test, with whatever must outlive it (its temporary directory, or its
+/// PostgreSQL schema).
 struct Fixture {
     store: Arc<dyn Store>,
-    _dir: Option<tempfile::TempDir>,
+    _keep: Option<Box<dyn Send>>,
 }
 
-fn in_memory(options: StoreOptions) -> Fixture {
-    Fixture { store: Arc::new(InMemoryStore::with_options(options)), _dir: None }
+/// A fixture, once made: a PostgreSQL store connects before it is ready.
+type Pending = Pin<Box<dyn Future<Output = Fixture>>>;
+
+/// Makes a backend's fixture.
+type Make = fn(StoreOptions) -> Pending;
+
+fn in_memory(options: StoreOptions) -> Pending {
+    Box::pin(std::future::ready(Fixture { store: Arc::new(InMemoryStore::with_options(options)), _keep: None }))
 }
 
-fn sqlite(options: StoreOptions) -> Fixture {
+fn sqlite(options: StoreOptions) -> Pending {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open_with(dir.path().join("store.db"), options).unwrap();
-    Fixture { store: Arc::new(store), _dir: Some(dir) }
+    Box::pin(std::future::ready(Fixture { store: Arc::new(store), _keep: Some(Box::new(dir)) }))
 }
 
-type Make = fn(StoreOptions) -> Fixture;
+/// A store in a schema of its own on the test server, dropped when the fixture is.
+#[cfg(feature = "postgres")]
+fn postgres(options: StoreOptions) -> Pending {
+    Box::pin(async move {
+        let schema = postgres_server::TestSchema::new("graphwright_store");
+        let store = PostgresStore::connect_with(&schema.url(), options).await.unwrap();
+        Fixture { store: Arc::new(store), _keep: Some(Box::new(schema)) }
+    })
+}
 
 fn start() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_700_000_000)
 }
 
 /// A store on a manual clock at `start()`, with `options` otherwise.
-fn on_clock(make: Make, options: StoreOptions) -> (Fixture, ManualClock) {
+async fn on_clock(make: Make, options: StoreOptions) -> (Fixture, ManualClock) {
     let clock = ManualClock::new(start());
-    (make(options.clock(clock.clone())), clock)
+    (make(options.clock(clock.clone())).await, clock)
 }
 
 fn keys(items: &[Item]) -> Vec<String> {
@@ -45,7 +69,7 @@ fn keys(items: &[Item]) -> Vec<String> {
 }
 
 async fn put_get_overwrite_delete(make: Make) {
-    let (f, clock) = on_clock(make, StoreOptions::new());
+    let (f, clock) = on_clock(make, StoreOptions::new()).await;
     let store = &*f.store;
     assert_eq!(store.get(&["users", "u1"], "lang").await.unwrap(), None);
     store.put(&["users", "u1"], "lang", json!({"code": "nb"}), None).await.unwrap();
@@ -69,7 +93,7 @@ async fn put_get_overwrite_delete(make: Make) {
 }
 
 async fn namespaces_are_isolated(make: Make) {
-    let (f, _clock) = on_clock(make, StoreOptions::new());
+    let (f, _clock) = on_clock(make, StoreOptions::new()).await;
     let store = &*f.store;
     for (namespace, value) in
         [(&["a"][..], 1), (&["a", "b"][..], 2), (&["a", "c"][..], 3), (&["ab"][..], 4), (&["a.b"][..], 5)]
@@ -97,7 +121,7 @@ async fn namespaces_are_isolated(make: Make) {
 }
 
 async fn search_filters_and_pages(make: Make) {
-    let (f, _clock) = on_clock(make, StoreOptions::new());
+    let (f, _clock) = on_clock(make, StoreOptions::new()).await;
     let store = &*f.store;
     let ns = ["memories", "u1"];
     let values = [
@@ -157,7 +181,7 @@ async fn search_filters_and_pages(make: Make) {
 }
 
 async fn list_namespaces_by_depth(make: Make) {
-    let (f, _clock) = on_clock(make, StoreOptions::new());
+    let (f, _clock) = on_clock(make, StoreOptions::new()).await;
     let store = &*f.store;
     for namespace in [
         &["users", "u1", "facts"][..],
@@ -194,7 +218,7 @@ async fn list_namespaces_by_depth(make: Make) {
 }
 
 async fn ttl_expires_items(make: Make) {
-    let (f, clock) = on_clock(make, StoreOptions::new().sweep_interval(None));
+    let (f, clock) = on_clock(make, StoreOptions::new().sweep_interval(None)).await;
     let store = &*f.store;
     store.put(&["s"], "short", json!("short"), Some(Duration::from_secs(10))).await.unwrap();
     store.put(&["s"], "forever", json!("forever"), None).await.unwrap();
@@ -225,7 +249,7 @@ async fn ttl_expires_items(make: Make) {
 }
 
 async fn ttl_refreshes_on_read(make: Make) {
-    let (f, clock) = on_clock(make, StoreOptions::new().refresh_on_read(true));
+    let (f, clock) = on_clock(make, StoreOptions::new().refresh_on_read(true)).await;
     let store = &*f.store;
     let ttl = Some(Duration::from_secs(10));
     store.put(&["r"], "got", json!(1), ttl).await.unwrap();
@@ -254,7 +278,7 @@ async fn ttl_refreshes_on_read(make: Make) {
 }
 
 async fn ttl_without_refresh_counts_from_the_put(make: Make) {
-    let (f, clock) = on_clock(make, StoreOptions::new());
+    let (f, clock) = on_clock(make, StoreOptions::new()).await;
     let store = &*f.store;
     store.put(&["r"], "k", json!(1), Some(Duration::from_secs(10))).await.unwrap();
     clock.advance(Duration::from_secs(8));
@@ -264,7 +288,7 @@ async fn ttl_without_refresh_counts_from_the_put(make: Make) {
 }
 
 async fn writes_sweep_once_per_interval(make: Make) {
-    let (f, clock) = on_clock(make, StoreOptions::new().sweep_interval(Some(Duration::from_mins(1))));
+    let (f, clock) = on_clock(make, StoreOptions::new().sweep_interval(Some(Duration::from_mins(1)))).await;
     let store = &*f.store;
     store.put(&["w"], "a", json!(1), Some(Duration::from_secs(1))).await.unwrap();
     store.put(&["w"], "b", json!(1), Some(Duration::from_secs(1))).await.unwrap();
@@ -281,7 +305,7 @@ async fn writes_sweep_once_per_interval(make: Make) {
 }
 
 async fn invalid_names_are_errors(make: Make) {
-    let (f, _clock) = on_clock(make, StoreOptions::new());
+    let (f, _clock) = on_clock(make, StoreOptions::new()).await;
     let store = &*f.store;
     let namespace_error = |result: Result<(), StoreError>| match result {
         Err(e @ StoreError::InvalidNamespace { .. }) => e.to_string(),
@@ -346,6 +370,8 @@ macro_rules! suite {
 }
 
 suite!(memory => in_memory, sqlite => sqlite);
+#[cfg(feature = "postgres")]
+suite!(postgres => postgres);
 
 #[graph]
 mod memory_graph {
@@ -376,7 +402,7 @@ mod memory_graph {
 }
 
 async fn nodes_share_memory_across_threads(make: Make) {
-    let (f, _clock) = on_clock(make, StoreOptions::new());
+    let (f, _clock) = on_clock(make, StoreOptions::new()).await;
     let app = memory_graph::graph().shared_store(Arc::clone(&f.store)).compile().unwrap();
     let input = |user: &str, note: &str| memory_graph::StateUpdate::new().user(user.to_owned()).note(note.to_owned());
 
@@ -476,4 +502,184 @@ async fn a_file_from_a_newer_store_schema_is_refused() {
         .unwrap();
     let error = SqliteStore::open(&path).unwrap_err();
     assert!(error.to_string().contains("store schema version Some(99)"), "{error}");
+}
+
+/// Runs `sql` on a connection of its own to `url`, as another program would.
+#[cfg(feature = "postgres")]
+async fn execute_sql(url: &str, sql: &str) {
+    use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, NoTls};
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
+    let connection = tokio::spawn(connection);
+    client.batch_execute(sql).await.unwrap();
+    drop(client);
+    connection.await.unwrap().unwrap();
+}
+
+/// A PostgreSQL store with one item in a fresh schema damaged by `sql`, and the error reading
+/// it gives.
+#[cfg(feature = "postgres")]
+async fn damaged_in_postgres(sql: &str) -> (postgres_server::TestSchema, PostgresStore, StoreError) {
+    let schema = postgres_server::TestSchema::new("graphwright_store_damaged");
+    let store = PostgresStore::connect(&schema.url()).await.unwrap();
+    store.put(&["users", "u1"], "k", json!({"a": 1}), Some(Duration::from_hours(1))).await.unwrap();
+    execute_sql(&schema.url(), sql).await;
+    let error =
+        store.get(&["users", "u1"], "k").await.map(drop).err().or(store.search(&[], SearchQuery::new()).await.err());
+    (schema, store, error.expect("a damaged row is an error"))
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn damaged_postgres_rows_are_typed_errors() {
+    let (_schema, store, error) = damaged_in_postgres("UPDATE graphwright_store_items SET value = '{not json'").await;
+    assert_eq!(corrupt_field(&error), "value");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("stored item \"k\" in namespace \"users\\u{1f}u1\" is unreadable at `value`: not JSON"),
+        "{message}"
+    );
+    let search = store.search(&["users"], SearchQuery::new()).await.unwrap_err();
+    assert_eq!(corrupt_field(&search), "value", "search reports the damaged row, never skips it");
+
+    let (_schema, _, error) = damaged_in_postgres(
+        "ALTER TABLE graphwright_store_items ALTER COLUMN value DROP NOT NULL; \
+         UPDATE graphwright_store_items SET value = NULL",
+    )
+    .await;
+    assert_eq!(corrupt_field(&error), "value");
+    assert!(error.to_string().contains("`value`: it is NULL"), "{error}");
+
+    let (_schema, _, error) = damaged_in_postgres(
+        "ALTER TABLE graphwright_store_items ALTER COLUMN created_at_ms DROP NOT NULL; \
+         UPDATE graphwright_store_items SET created_at_ms = NULL",
+    )
+    .await;
+    assert_eq!(corrupt_field(&error), "created_at_ms");
+    assert!(error.to_string().contains("it is NULL"), "{error}");
+
+    let (_schema, _, error) = damaged_in_postgres("UPDATE graphwright_store_items SET updated_at_ms = -5").await;
+    assert_eq!(corrupt_field(&error), "updated_at_ms");
+    let (_schema, _, error) = damaged_in_postgres("UPDATE graphwright_store_items SET ttl_ms = -1").await;
+    assert_eq!(corrupt_field(&error), "ttl_ms");
+    let (_schema, store, error) =
+        damaged_in_postgres("UPDATE graphwright_store_items SET namespace = 'users' || chr(31)").await;
+    assert_eq!(corrupt_field(&error), "namespace");
+    let listed = store.list_namespaces(&[], None).await.unwrap_err();
+    assert_eq!(corrupt_field(&listed), "namespace");
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_database_with_a_newer_store_schema_is_refused() {
+    let schema = postgres_server::TestSchema::new("graphwright_store_newer");
+    let store = PostgresStore::connect(&schema.url()).await.unwrap();
+    store.put(&["kept"], "k", json!(1), None).await.unwrap();
+    drop(store);
+    execute_sql(&schema.url(), "UPDATE graphwright_meta SET value = 99 WHERE key = 'store_schema_version'").await;
+    let error = PostgresStore::connect(&schema.url()).await.unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("the database has store schema version 99; this version of graphwright reads 1"),
+        "{message}"
+    );
+
+    execute_sql(&schema.url(), "UPDATE graphwright_meta SET value = 1 WHERE key = 'store_schema_version'").await;
+    let store = PostgresStore::connect(&schema.url()).await.unwrap();
+    assert_eq!(store.get(&["kept"], "k").await.unwrap().unwrap().value, json!(1), "the refusal changed nothing");
+}
+
+/// Two stores on one schema, as two processes sharing a database have: each sees what the other
+/// wrote, at once, and puts racing on one key from both neither fail nor mix.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_postgres_stores_on_one_database_see_each_others_writes() {
+    let schema = postgres_server::TestSchema::new("graphwright_store_shared");
+    let clock = ManualClock::new(start());
+    let options = || StoreOptions::new().clock(clock.clone());
+    // Both set up the schema at once: one waits for the other's setup lock.
+    let url = schema.url();
+    let (a, b) =
+        tokio::join!(PostgresStore::connect_with(&url, options()), PostgresStore::connect_with(&url, options()));
+    let (a, b) = (a.unwrap(), b.unwrap());
+
+    a.put(&["users", "u1"], "lang", json!("nb"), None).await.unwrap();
+    assert_eq!(b.get(&["users", "u1"], "lang").await.unwrap().unwrap().value, json!("nb"));
+    clock.advance(Duration::from_secs(5));
+    b.put(&["users", "u1"], "lang", json!("en"), Some(Duration::from_mins(1))).await.unwrap();
+    let item = a.get(&["users", "u1"], "lang").await.unwrap().unwrap();
+    assert_eq!(item.value, json!("en"));
+    assert_eq!(item.created_at, start(), "an overwrite from another store keeps created_at");
+    assert_eq!(item.expires_at, Some(start() + Duration::from_secs(65)));
+    a.put(&["users", "u2"], "lang", json!("sv"), None).await.unwrap();
+    assert_eq!(b.list_namespaces(&["users"], None).await.unwrap(), [vec!["users", "u1"], vec!["users", "u2"]]);
+    b.delete(&["users", "u1"], "lang").await.unwrap();
+    assert_eq!(a.get(&["users", "u1"], "lang").await.unwrap(), None);
+
+    let mut puts = Vec::new();
+    for n in 0..20 {
+        for (name, store) in [("a", a.clone()), ("b", b.clone())] {
+            puts.push(tokio::spawn(async move {
+                store.put(&["race"], "same", json!({"by": name, "n": n}), None).await?;
+                store.put(&["race"], &format!("{name}{n}"), json!(n), None).await
+            }));
+        }
+    }
+    for put in puts {
+        put.await.unwrap().unwrap();
+    }
+    let same = a.get(&["race"], "same").await.unwrap().unwrap().value;
+    assert!(same["by"] == "a" || same["by"] == "b", "{same}");
+    assert_eq!(b.search(&["race"], SearchQuery::new()).await.unwrap().len(), 41);
+    let by_a = a.search(&["race"], SearchQuery::new().filter(Filter::new().eq("by", "a"))).await.unwrap();
+    assert!(by_a.len() <= 1, "one item under one key, whoever wrote it last");
+
+    clock.advance(Duration::from_mins(1));
+    assert_eq!(a.get(&["users", "u2"], "lang").await.unwrap().unwrap().value, json!("sv"));
+    a.put(&["ttl"], "short", json!(1), Some(Duration::from_secs(1))).await.unwrap();
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(b.sweep().await.unwrap(), 1, "one store sweeps what the other wrote");
+    assert_eq!(a.sweep().await.unwrap(), 0);
+}
+
+/// PostgreSQL text cannot hold U+0000: such names are invalid names, refused before anything is
+/// sent; inside a value, where it is escaped JSON, it round-trips.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_refuses_u0000_in_names_and_keeps_it_in_values() {
+    let fixture = postgres(StoreOptions::new()).await;
+    let store = &*fixture.store;
+    let error = store.put(&["users", "a\0b"], "k", json!(1), None).await.unwrap_err();
+    assert!(matches!(error, StoreError::InvalidNamespace { .. }), "{error:?}");
+    assert!(error.to_string().contains("label 1 contains U+0000, which PostgreSQL text cannot hold"), "{error}");
+    let error = store.get(&["users"], "k\0").await.unwrap_err();
+    assert!(matches!(error, StoreError::InvalidKey { .. }), "{error:?}");
+    let error = store.search(&["\0"], SearchQuery::new()).await.unwrap_err();
+    assert!(matches!(error, StoreError::InvalidNamespace { .. }), "{error:?}");
+    let error = store.list_namespaces(&["\0"], None).await.unwrap_err();
+    assert!(matches!(error, StoreError::InvalidNamespace { .. }), "{error:?}");
+
+    let odd = json!({"nul": "a\u{0}b", "big": u64::MAX, "float": 0.1, "z": 1, "a": [null, -0.0, "é ✓"]});
+    store.put(&["users"], "odd", odd.clone(), None).await.unwrap();
+    assert_eq!(store.get(&["users"], "odd").await.unwrap().unwrap().value, odd);
+}
+
+/// The store and the checkpointer share one database, and a new process finds both.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn the_postgres_store_shares_a_database_with_the_saver() {
+    use graphwright::checkpoint::PostgresSaver;
+    let schema = postgres_server::TestSchema::new("graphwright_store_saver");
+    let saver = PostgresSaver::connect(&schema.url()).await.unwrap();
+    let store = PostgresStore::connect(&schema.url()).await.unwrap();
+    let app = memory_graph::graph().checkpointer(saver).store(store).compile().unwrap();
+    let input = memory_graph::StateUpdate::new().user("u1".to_owned()).note("lives in Oslo".to_owned());
+    app.invoke(input, &RunConfig::thread("t1")).await.unwrap();
+    drop(app);
+
+    let store = PostgresStore::connect(&schema.url()).await.unwrap();
+    assert_eq!(store.get(&["users", "u1", "notes"], "t1").await.unwrap().unwrap().value["text"], "lives in Oslo");
+    let saver = PostgresSaver::connect(&schema.url()).await.unwrap();
+    let app = memory_graph::graph().checkpointer(saver).store(store).compile().unwrap();
+    let state = app.get_state(&RunConfig::thread("t1")).await.unwrap().unwrap();
+    assert_eq!(state.state.recalled, ["lives in Oslo"]);
 }

@@ -15,7 +15,7 @@ mod error;
 pub(crate) mod id;
 mod memory;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 

@@ -1,6 +1,7 @@
 //! The PostgreSQL checkpointer: many processes sharing threads through one database.
 
 use super::{BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, ListFilter, Source, WriteRecord};
+use crate::error::BoxError;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Transaction};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -150,13 +151,7 @@ impl PostgresSaver {
     /// without TLS, with a pool of the default size, and brings its schema up to date.
     /// For TLS or other pool settings, build the pool and call [`PostgresSaver::from_pool`].
     pub async fn connect(url: &str) -> Result<Self, CheckpointError> {
-        // The URL may hold a password: the error names the step, not the URL.
-        let config: tokio_postgres::Config =
-            url.parse().map_err(|e| CheckpointError::backend("parsed the PostgreSQL connection string", e))?;
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager)
-            .build()
-            .map_err(|e| CheckpointError::backend("built the PostgreSQL connection pool", e))?;
+        let pool = pool_for(url).map_err(|(step, e)| CheckpointError::backend(step, e))?;
         Self::from_pool(pool).await
     }
 
@@ -279,14 +274,23 @@ impl PostgresSaver {
     }
 }
 
+/// A pool of the default size for `url`, without TLS (shared with `PostgresStore`). On failure,
+/// the step that failed and why: never the URL, which may hold a password.
+pub(crate) fn pool_for(url: &str) -> Result<Pool, (&'static str, BoxError)> {
+    let config: tokio_postgres::Config =
+        url.parse().map_err(|e| ("parsed the PostgreSQL connection string", BoxError::from(e)))?;
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    Pool::builder(manager).build().map_err(|e| ("built the PostgreSQL connection pool", BoxError::from(e)))
+}
+
 fn pg(operation: &str) -> impl Fn(tokio_postgres::Error) -> CheckpointError + '_ {
     move |e| CheckpointError::backend(operation.to_owned(), DbError::from(e))
 }
 
 /// A PostgreSQL error whose text carries the server's reason (tokio-postgres's own says only
-/// "db error" and keeps the reason in its source).
+/// "db error" and keeps the reason in its source). Shared with `PostgresStore`.
 #[derive(Debug)]
-struct DbError {
+pub(crate) struct DbError {
     text: String,
     source: tokio_postgres::Error,
 }

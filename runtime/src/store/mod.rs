@@ -72,6 +72,8 @@ mod clock;
 mod error;
 mod filter;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -79,6 +81,8 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StoreError;
 pub use filter::{Condition, Filter, FilterOp};
 pub use memory::InMemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
