@@ -19,8 +19,9 @@ pub(crate) mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-/// The pool crate [`PostgresSaver::from_pool`] takes, re-exported so a pool built for it is of
-/// the same version (its `tokio_postgres` is re-exported within it).
+/// The pool crate [`PostgresSaver::from_pool`] and
+/// [`PostgresStore::from_pool`](crate::store::PostgresStore::from_pool) take, re-exported so a
+/// pool built for them is of the same version (its `tokio_postgres` is re-exported within it).
 #[cfg(feature = "postgres")]
 pub use deadpool_postgres;
 pub use error::CheckpointError;

@@ -15,9 +15,12 @@
 //!   are deleted by [`Store::sweep`] and, at most once per sweep interval, by writes. With
 //!   [`StoreOptions::refresh_on_read`] a read restarts the item's time to live.
 //!
-//! Backends: [`InMemoryStore`] and `SqliteStore` (feature `sqlite`; its own tables, so it can
-//! share a file with `SqliteSaver`). Both take their time from a [`Clock`], so tests of expiry
-//! advance a [`ManualClock`] instead of sleeping.
+//! Backends: [`InMemoryStore`], `SqliteStore` (feature `sqlite`; its own tables, so it can
+//! share a file with `SqliteSaver`) and `PostgresStore` (feature `postgres`; many processes
+//! sharing one database, which it can share with `PostgresSaver`). They behave alike, down to
+//! the order of results and the errors for invalid names (save that PostgreSQL cannot hold
+//! U+0000 in a name), and all take their time from a [`Clock`], so tests of expiry advance a
+//! [`ManualClock`] instead of sleeping.
 //!
 //! Namespace labels and keys must be non-empty and must not contain [`SEPARATOR`] (U+001F, the
 //! ASCII unit separator), which the stores use to keep a namespace as one string; anything else
