@@ -683,3 +683,36 @@ async fn the_postgres_store_shares_a_database_with_the_saver() {
     let state = app.get_state(&RunConfig::thread("t1")).await.unwrap().unwrap();
     assert_eq!(state.state.recalled, ["lives in Oslo"]);
 }
+
+/// A search that stops reading rows early (its limit reached) and then refreshes what it found
+/// leaves the connection usable: the unread rows never block the refresh or the next call.
+/// (Multi-threaded, so that on failure the pool's connections close while the schema is dropped.)
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_search_stopping_early_still_refreshes() {
+    let schema = postgres_server::TestSchema::new("graphwright_store_early");
+    let clock = ManualClock::new(start());
+    let options = StoreOptions::new().clock(clock.clone()).refresh_on_read(true);
+    let store = PostgresStore::connect_with(&schema.url(), options).await.unwrap();
+    store.put(&["many"], "k", json!({"n": 0}), Some(Duration::from_secs(10))).await.unwrap();
+    execute_sql(
+        &schema.url(),
+        "INSERT INTO graphwright_store_items (namespace, key, value, created_at_ms, updated_at_ms, ttl_ms, expires_at_ms) \
+         SELECT 'many', 'k' || n, '{\"n\": ' || n || ', \"pad\": \"' || repeat('x', 200) || '\"}', 0, 0, 10000, \
+         1700000010000 FROM generate_series(1, 20000) AS n",
+    )
+    .await;
+    clock.advance(Duration::from_secs(5));
+    let search = async {
+        for _ in 0..3 {
+            // With a filter, rows are read until two match, not cut by SQL.
+            let query = SearchQuery::new().filter(Filter::new().gte("n", 0)).limit(2);
+            let found = store.search(&["many"], query).await.unwrap();
+            assert_eq!(keys(&found), ["many/k", "many/k1"]);
+            assert_eq!(found[0].expires_at, Some(start() + Duration::from_secs(15)));
+        }
+        store.get(&["many"], "k1").await.unwrap().unwrap()
+    };
+    let item = tokio::time::timeout(Duration::from_secs(30), search).await.expect("the search never finished");
+    assert_eq!(item.expires_at, Some(start() + Duration::from_secs(15)));
+}

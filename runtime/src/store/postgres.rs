@@ -464,22 +464,26 @@ impl Store for PostgresStore {
             };
             let client = self.client(op).await?;
             let statement = client.prepare_cached(&sql).await.map_err(pg(op))?;
-            let rows = client.query_raw(&statement, params).await.map_err(pg(op))?;
-            let mut rows = std::pin::pin!(rows);
             let mut found = Vec::new();
-            let mut skipped = 0;
-            while found.len() < limit {
-                let Some(row) = rows.next().await else { break };
-                let stored = item_row(&row.map_err(pg(op))?)?;
-                debug_assert!(under(&stored.namespace, &prefix_encoded));
-                if !query.filter.matches(&stored.item.value) {
-                    continue;
+            {
+                // Dropped before the refresh below: rows left unread in a stream still alive
+                // would hold up every later reply on this connection, the refresh's included.
+                let rows = client.query_raw(&statement, params).await.map_err(pg(op))?;
+                let mut rows = std::pin::pin!(rows);
+                let mut skipped = 0;
+                while found.len() < limit {
+                    let Some(row) = rows.next().await else { break };
+                    let stored = item_row(&row.map_err(pg(op))?)?;
+                    debug_assert!(under(&stored.namespace, &prefix_encoded));
+                    if !query.filter.matches(&stored.item.value) {
+                        continue;
+                    }
+                    if skipped < query.offset {
+                        skipped += 1;
+                        continue;
+                    }
+                    found.push(stored);
                 }
-                if skipped < query.offset {
-                    skipped += 1;
-                    continue;
-                }
-                found.push(stored);
             }
             if self.options.refreshes() {
                 Self::refresh(&client, &mut found, now, op).await?;
