@@ -91,8 +91,9 @@ const SWEEP: &str = "DELETE FROM graphwright_store_items WHERE expires_at_ms IS 
 ///
 /// Several processes may share the database: a put is one `INSERT .. ON CONFLICT DO UPDATE`
 /// statement, a delete one `DELETE`, and a read's refresh of a time to live one `UPDATE` that
-/// leaves alone an item another process has rewritten since. Every store sweeps expired items
-/// on its own schedule; two sweeps at once delete each item once.
+/// leaves alone an item that has expired, or been given another time to live, since it was
+/// read. Every store sweeps expired items on its own schedule; two sweeps at once delete each
+/// item once.
 ///
 /// On connecting, the store creates its table in the current schema (`search_path`) under an
 /// advisory lock, so processes starting at once do not race, and records its schema version in
