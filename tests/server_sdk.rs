@@ -187,30 +187,43 @@ fn prepared(variable: &str, what: &str) -> String {
     }
 }
 
-async fn serve(database: &std::path::Path) -> std::net::SocketAddr {
-    let server = Server::new()
+/// The graphs the scenarios use.
+fn with_graphs(server: Server) -> Server {
+    server
         .graph("chat", chat::graph().compile().unwrap())
         .graph("approval", approval::graph().compile().unwrap())
         .graph("slow", slow::graph().compile().unwrap())
         .graph("broken", broken::graph().compile().unwrap())
         .graph("nested", nested::graph().compile().unwrap())
-        .sqlite(database)
-        .body_limit(1024 * 1024);
+        .body_limit(1024 * 1024)
+}
+
+async fn serve(database: &std::path::Path) -> std::net::SocketAddr {
+    serve_with(with_graphs(Server::new()).sqlite(database)).await
+}
+
+async fn serve_with(server: Server) -> std::net::SocketAddr {
     let bound = server.bind("127.0.0.1:0").await.unwrap();
     let addr = bound.local_addr().unwrap();
     tokio::spawn(bound.run());
     addr
 }
 
-/// Serves the graphs on a fresh database and runs `program script URL extra..`, which prints
-/// `all scenarios passed` when every scenario held.
+/// Serves the graphs on a fresh SQLite file and runs `program script URL extra..`, which
+/// prints `all scenarios passed` when every scenario held.
 async fn run_scenarios(program: String, script: &'static str, extra: Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let addr = serve(&dir.path().join("server.db")).await;
+    run_script(program, script, vec![format!("http://{addr}")], extra).await;
+}
+
+/// Runs `program script urls.. extra..`, which prints `all scenarios passed` when every
+/// scenario held.
+async fn run_script(program: String, script: &'static str, urls: Vec<String>, extra: Vec<String>) {
     let run = tokio::task::spawn_blocking(move || {
         Command::new(&program)
             .arg(script)
-            .arg(format!("http://{addr}"))
+            .args(urls)
             .args(extra)
             .output()
             .unwrap_or_else(|error| panic!("{program} does not start: {error}"))
@@ -309,4 +322,92 @@ async fn chat_page_in_headless_chromium() {
         "the tool's result is not drawn: see {}",
         picture.display()
     );
+}
+
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod postgres_server;
+
+/// The server on PostgreSQL: the Python scenarios against one process, and two processes
+/// sharing one database (`tests/server/cluster_scenarios.py`).
+#[cfg(feature = "postgres")]
+mod on_postgres {
+    use super::{Server, prepared, run_script, serve_with, with_graphs};
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+
+    use super::postgres_server::TestSchema;
+
+    /// Where a server process started by [`two_server_processes_share_one_postgres`] finds
+    /// its database.
+    const SERVE_ON: &str = "GRAPHWRIGHT_TEST_SERVE_POSTGRES";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn langgraph_python_client_scenarios_on_postgres() {
+        let python = prepared("GRAPHWRIGHT_TEST_PYTHON", "langgraph-sdk");
+        let schema = TestSchema::new("server_sdk");
+        let addr = serve_with(with_graphs(Server::new()).postgres(schema.url())).await;
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/sdk_scenarios.py");
+        run_script(python, script, vec![format!("http://{addr}")], vec![]).await;
+    }
+
+    /// A server process of [`two_server_processes_share_one_postgres`]: this test binary run
+    /// again with only this test, which serves until it is killed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "a server process that `two_server_processes_share_one_postgres` starts"]
+    async fn server_process() {
+        let url = prepared(SERVE_ON, "a database (it is set by the test that starts this process)");
+        let bound = with_graphs(Server::new()).postgres(url).bind("127.0.0.1:0").await.unwrap();
+        println!("listening on {}", bound.local_addr().unwrap());
+        bound.run().await.unwrap();
+    }
+
+    /// A child process, killed when dropped.
+    struct Process(Child);
+
+    impl Drop for Process {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Starts a server process on `url`; it and the address it serves on.
+    fn start(url: &str) -> (Process, String) {
+        let exe = std::env::current_exe().unwrap();
+        let child = Command::new(exe)
+            .args(["on_postgres::server_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(SERVE_ON, url)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut process = Process(child);
+        let stdout = process.0.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    // The test harness writes the test's name on the same line first.
+                    if let Some((_, addr)) = line.split_once("listening on ") {
+                        break addr.trim().to_owned();
+                    }
+                }
+                _ => panic!("a server process ended before it listened"),
+            }
+        };
+        // Keeps reading, so that the process never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        (process, format!("http://{addr}"))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_server_processes_share_one_postgres() {
+        let python = prepared("GRAPHWRIGHT_TEST_PYTHON", "langgraph-sdk");
+        let schema = TestSchema::new("server_cluster");
+        let (a, url_a) = start(&schema.url());
+        let (_b, url_b) = start(&schema.url());
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/cluster_scenarios.py");
+        run_script(python, script, vec![url_a, url_b], vec![a.0.id().to_string()]).await;
+        drop(a);
+    }
 }

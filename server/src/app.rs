@@ -1,8 +1,8 @@
 //! The state every request handler shares: the graphs, the storage, the runs in progress.
 
 use crate::error::ApiError;
-use crate::meta::{self, Meta};
-use crate::runs::Runs;
+use crate::meta::Meta;
+use crate::runs::{Cancel, Live, Runs};
 use crate::served::Served;
 use graphwright::{Checkpointer, Store};
 use serde_json::Value;
@@ -22,7 +22,10 @@ pub(crate) struct App {
     pub(crate) meta: Meta,
     pub(crate) saver: Arc<dyn Checkpointer>,
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) runs: Runs,
+    pub(crate) runs: Arc<Runs>,
+    /// The other server processes on the same PostgreSQL database, if any.
+    #[cfg(feature = "postgres")]
+    pub(crate) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// The largest request body accepted, in bytes.
     pub(crate) body_limit: usize,
 }
@@ -39,8 +42,7 @@ impl App {
     /// An assistant, by its id or by the name of its graph (the graph's default assistant).
     pub(crate) async fn assistant(&self, id: &str) -> Result<Value, ApiError> {
         let id = if self.graphs.contains_key(id) { system_assistant_id(id) } else { id.to_owned() };
-        let looked_up = id.clone();
-        let found = self.meta.call(move |conn| Ok(meta::assistant(conn, &looked_up)?)).await?;
+        let found = self.meta.assistant(&id).await?;
         found.ok_or_else(|| {
             let known: Vec<&str> = self.graphs.keys().map(String::as_str).collect();
             ApiError::NotFound(format!(
@@ -52,12 +54,44 @@ impl App {
 
     /// The graph of a thread's runs, if one has run or it was created for one.
     pub(crate) async fn thread_graph(&self, thread: &str) -> Result<Option<Arc<dyn Served>>, ApiError> {
-        let id = thread.to_owned();
-        let graph = self.meta.call(move |conn| Ok(meta::thread_graph(conn, &id)?)).await?;
+        let graph = self.meta.thread_graph(thread).await?;
         match graph {
             None => Err(ApiError::thread_not_found(thread)),
             Some(None) => Ok(None),
             Some(Some(graph_id)) => Ok(self.graphs.get(&graph_id).cloned()),
         }
+    }
+
+    /// A run's progress: this process's own run, a copy of one another process executes, or
+    /// `None` when the run ended and no process keeps its events.
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))] // awaits only with PostgreSQL
+    pub(crate) async fn follow(&self, thread: &str, run: &str) -> Result<Option<Arc<Live>>, ApiError> {
+        if let Some(live) = self.runs.get(run) {
+            return Ok(Some(live));
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(cluster) = &self.cluster {
+            let Some(record) = self.meta.run_of(thread, run).await? else { return Ok(None) };
+            let resumable = record["kwargs"]["resumable"].as_bool().unwrap_or(false);
+            return Ok(Some(cluster.follow(&self.runs, thread, run, resumable)));
+        }
+        let _ = thread;
+        Ok(None)
+    }
+
+    /// Asks a run to stop, wherever it executes.
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))] // awaits only with PostgreSQL
+    pub(crate) async fn cancel_run(&self, run: &str, how: Cancel) -> Result<(), ApiError> {
+        match self.runs.get(run) {
+            Some(live) if !live.remote => live.cancel(how),
+            #[cfg(feature = "postgres")]
+            _ if self.cluster.is_some() => {
+                if let Some(cluster) = &self.cluster {
+                    cluster.cancel(run, how).await?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }

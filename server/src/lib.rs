@@ -50,6 +50,8 @@
 
 mod api;
 mod app;
+#[cfg(feature = "postgres")]
+mod cluster;
 mod error;
 mod meta;
 mod runs;

@@ -2,7 +2,8 @@
 
 use crate::app::{App, system_assistant_id};
 use crate::error::ServerError;
-use crate::meta::{self, AssistantRow, Meta};
+use crate::meta::sqlite::SqliteMeta;
+use crate::meta::{AssistantRow, Meta};
 use crate::runs::Runs;
 use crate::served::{self, Schemas, Served};
 use graphwright::store::SqliteStore;
@@ -17,16 +18,33 @@ use std::sync::Arc;
 /// The largest request body accepted unless [`Server::body_limit`] says otherwise.
 pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
 
-/// Where the server keeps checkpoints, the store, and its own records.
-type Storage = (Arc<dyn Checkpointer>, Arc<dyn Store>, Meta);
+/// Where the server keeps threads, runs, assistants and the store.
+#[derive(Clone, Debug)]
+enum Database {
+    Memory,
+    Sqlite(PathBuf),
+    #[cfg(feature = "postgres")]
+    Postgres(String),
+}
+
+/// The storage opened: checkpoints, the store, the server's records, and the cluster of
+/// server processes sharing them (PostgreSQL only).
+struct Storage {
+    saver: Arc<dyn Checkpointer>,
+    store: Arc<dyn Store>,
+    meta: Meta,
+    #[cfg(feature = "postgres")]
+    cluster: Option<Arc<crate::cluster::Cluster>>,
+}
 
 /// An HTTP server for compiled graphs, speaking the LangGraph Agent Server API.
 ///
 /// Each graph is served under its name, which clients pass as `assistant_id` (or use the
 /// id of its default assistant). The server keeps every thread's checkpoints, its own records
 /// (assistants, threads, runs) and the store in one SQLite file given with
-/// [`sqlite`](Self::sqlite), or in memory without one; the checkpointer and store a graph was
-/// compiled with are replaced by the server's.
+/// [`sqlite`](Self::sqlite), in a PostgreSQL database shared by several server processes
+/// given with `postgres` (feature `postgres`), or in memory without either; the checkpointer
+/// and store a graph was compiled with are replaced by the server's.
 ///
 /// ```no_run
 /// use graphwright::prebuilt::MessagesState;
@@ -40,7 +58,7 @@ type Storage = (Arc<dyn Checkpointer>, Arc<dyn Store>, Meta);
 #[must_use]
 pub struct Server {
     graphs: Vec<(String, Arc<dyn Served>)>,
-    database: Option<PathBuf>,
+    database: Database,
     body_limit: usize,
 }
 
@@ -63,7 +81,7 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server with no graphs, keeping everything in memory.
     pub fn new() -> Self {
-        Self { graphs: Vec::new(), database: None, body_limit: DEFAULT_BODY_LIMIT }
+        Self { graphs: Vec::new(), database: Database::Memory, body_limit: DEFAULT_BODY_LIMIT }
     }
 
     /// Serves `graph` as `name`. Inputs and updates from clients are decoded into the state's
@@ -95,7 +113,19 @@ impl Server {
     /// Keeps threads, runs, assistants and the store in the SQLite file at `path` (created if
     /// missing), so that they outlive the process. One server process per file.
     pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
-        self.database = Some(path.into());
+        self.database = Database::Sqlite(path.into());
+        self
+    }
+
+    /// Keeps threads, runs, assistants and the store in the PostgreSQL database at `url`
+    /// (`postgres://user@host:port/db`, without TLS), shared by every server process given
+    /// the same URL: a run accepted by one process can be joined, streamed and cancelled
+    /// through any other, runs on a thread execute one at a time whichever process accepted
+    /// them, and the runs of a process that dies are marked `error` by the others within
+    /// about a second, so their threads do not stay busy.
+    #[cfg(feature = "postgres")]
+    pub fn postgres(mut self, url: impl Into<String>) -> Self {
+        self.database = Database::Postgres(url.into());
         self
     }
 
@@ -106,44 +136,94 @@ impl Server {
     }
 
     /// The server's routes, ready to be served by `axum` (or nested under a prefix of a
-    /// larger application). Opens the storage; runs a previous process left unfinished are
-    /// marked `error`, so their threads are not left busy.
-    pub fn into_router(self) -> Result<axum::Router, ServerError> {
-        let (saver, store, meta) = self.open()?;
+    /// larger application). Opens the storage; with SQLite, runs a previous process left
+    /// unfinished are marked `error`, so their threads are not left busy.
+    pub async fn into_router(self) -> Result<axum::Router, ServerError> {
+        let runs = Arc::new(Runs::default());
+        let storage = self.open(&runs).await?;
         let mut graphs = BTreeMap::new();
         for (name, graph) in self.graphs {
-            let graph = graph.rebind(Arc::clone(&saver), Arc::clone(&store));
+            let graph = graph.rebind(Arc::clone(&storage.saver), Arc::clone(&storage.store));
             if graphs.insert(name.clone(), graph).is_some() {
                 return Err(ServerError::DuplicateGraph(name));
             }
         }
-        let database = self.database.as_ref().map_or_else(|| ":memory:".to_owned(), |p| p.display().to_string());
-        let fail = |e: rusqlite::Error| ServerError::Database { path: database.clone(), reason: e.to_string() };
-        let names: Vec<String> = graphs.keys().cloned().collect();
-        let mut conn_meta = meta.clone();
-        prepare(&mut conn_meta, &names).map_err(fail)?;
-        let app = Arc::new(App { graphs, meta, saver, store, runs: Runs::default(), body_limit: self.body_limit });
+        let assistants = graphs.keys().map(|graph| default_assistant(graph)).collect();
+        storage.meta.prepare(assistants).await.map_err(|e| self.database.failed(e.to_string()))?;
+        let app = Arc::new(App {
+            graphs,
+            meta: storage.meta,
+            saver: storage.saver,
+            store: storage.store,
+            runs,
+            #[cfg(feature = "postgres")]
+            cluster: storage.cluster,
+            body_limit: self.body_limit,
+        });
         Ok(crate::api::router(app))
     }
 
-    fn open(&self) -> Result<Storage, ServerError> {
-        let Some(path) = &self.database else {
-            let meta = Meta::open(None)
-                .map_err(|e| ServerError::Database { path: ":memory:".into(), reason: e.to_string() })?;
-            return Ok((Arc::new(MemorySaver::new()), Arc::new(InMemoryStore::new()), meta));
-        };
-        let fail = |reason: String| ServerError::Database { path: path.display().to_string(), reason };
-        let saver = SqliteSaver::open(path).map_err(|e| fail(e.to_string()))?;
-        let store = SqliteStore::open(path).map_err(|e| fail(e.to_string()))?;
-        let meta = Meta::open(Some(path)).map_err(|e| fail(e.to_string()))?;
-        Ok((Arc::new(saver), Arc::new(store), meta))
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async, unused_variables))] // PostgreSQL only
+    async fn open(&self, runs: &Arc<Runs>) -> Result<Storage, ServerError> {
+        let fail = |reason: String| self.database.failed(reason);
+        match &self.database {
+            Database::Memory => {
+                let meta = SqliteMeta::open(None).map_err(|e| fail(e.to_string()))?;
+                Ok(Storage {
+                    saver: Arc::new(MemorySaver::new()),
+                    store: Arc::new(InMemoryStore::new()),
+                    meta: Meta::Sqlite(meta),
+                    #[cfg(feature = "postgres")]
+                    cluster: None,
+                })
+            }
+            Database::Sqlite(path) => {
+                let saver = SqliteSaver::open(path).map_err(|e| fail(e.to_string()))?;
+                let store = SqliteStore::open(path).map_err(|e| fail(e.to_string()))?;
+                let meta = SqliteMeta::open(Some(path)).map_err(|e| fail(e.to_string()))?;
+                Ok(Storage {
+                    saver: Arc::new(saver),
+                    store: Arc::new(store),
+                    meta: Meta::Sqlite(meta),
+                    #[cfg(feature = "postgres")]
+                    cluster: None,
+                })
+            }
+            #[cfg(feature = "postgres")]
+            Database::Postgres(url) => {
+                use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{Config, NoTls};
+                use graphwright::checkpoint::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+                let config: Config =
+                    url.parse().map_err(|e| fail(format!("the connection string is not valid: {e}")))?;
+                let manager =
+                    Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+                let pool = Pool::builder(manager).build().map_err(|e| fail(e.to_string()))?;
+                let saver =
+                    graphwright::PostgresSaver::from_pool(pool.clone()).await.map_err(|e| fail(e.to_string()))?;
+                let store = graphwright::store::PostgresStore::from_pool(
+                    pool.clone(),
+                    graphwright::store::StoreOptions::default(),
+                )
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+                let cluster = crate::cluster::Cluster::start(url, pool, Arc::clone(runs))
+                    .await
+                    .map_err(|e| fail(e.to_string()))?;
+                Ok(Storage {
+                    saver: Arc::new(saver),
+                    store: Arc::new(store),
+                    meta: Meta::Postgres(cluster.meta().clone()),
+                    cluster: Some(cluster),
+                })
+            }
+        }
     }
 
     /// Binds `addr` (port 0 picks a free port) and returns the bound server, whose address is
     /// known before it serves.
     pub async fn bind(self, addr: impl tokio::net::ToSocketAddrs + std::fmt::Display) -> Result<Bound, ServerError> {
         let shown = addr.to_string();
-        let router = self.into_router()?;
+        let router = self.into_router().await?;
         let listener =
             tokio::net::TcpListener::bind(addr).await.map_err(|source| ServerError::Io { addr: shown, source })?;
         Ok(Bound { listener, router })
@@ -155,27 +235,35 @@ impl Server {
     }
 }
 
-/// Adds each graph's default assistant and fails runs left unfinished by an earlier process.
-fn prepare(meta: &mut Meta, graphs: &[String]) -> rusqlite::Result<()> {
-    meta.blocking(|conn| {
-        for graph in graphs {
-            let row = AssistantRow {
-                assistant_id: system_assistant_id(graph),
-                graph_id: graph.clone(),
-                config: json!({}),
-                context: json!({}),
-                metadata: json!({"created_by": "system"}),
-                name: graph.clone(),
-                description: None,
-            };
-            meta::insert_assistant(conn, &row)?;
-        }
-        let failed = meta::fail_orphaned_runs(conn)?;
-        if failed > 0 {
-            tracing::warn!(failed, "runs left unfinished by an earlier server process were marked `error`");
-        }
-        Ok(())
-    })
+/// A graph's default assistant, as LangGraph's server makes it.
+fn default_assistant(graph: &str) -> AssistantRow {
+    AssistantRow {
+        assistant_id: system_assistant_id(graph),
+        graph_id: graph.to_owned(),
+        config: json!({}),
+        context: json!({}),
+        metadata: json!({"created_by": "system"}),
+        name: graph.to_owned(),
+        description: None,
+    }
+}
+
+impl Database {
+    /// The error for this database failing to open or prepare, without a URL's password.
+    fn failed(&self, reason: String) -> ServerError {
+        let path = match self {
+            Self::Memory => ":memory:".to_owned(),
+            Self::Sqlite(path) => path.display().to_string(),
+            #[cfg(feature = "postgres")]
+            Self::Postgres(url) => {
+                url.parse::<graphwright::checkpoint::deadpool_postgres::tokio_postgres::Config>().map_or_else(
+                    |_| "the PostgreSQL database".to_owned(),
+                    |c| format!("PostgreSQL database {:?} on {:?}", c.get_dbname().unwrap_or_default(), c.get_hosts()),
+                )
+            }
+        };
+        ServerError::Database { path, reason }
+    }
 }
 
 /// A server bound to its socket, not yet serving.

@@ -4,7 +4,7 @@
 use super::respond::{json, no_content, page};
 use crate::app::App;
 use crate::error::ApiError;
-use crate::meta::{self, AssistantRow, contains};
+use crate::meta::{AssistantRow, contains};
 use crate::wire::body::Body;
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -51,17 +51,7 @@ pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>
         metadata: body.metadata.unwrap_or_else(|| json!({})),
         description: body.description,
     };
-    let created = app
-        .meta
-        .call(move |conn| {
-            let inserted = meta::insert_assistant(conn, &row)?;
-            if !inserted && raise {
-                return Err(ApiError::Conflict(format!("Assistant {} already exists", row.assistant_id)));
-            }
-            Ok(meta::assistant(conn, &row.assistant_id)?)
-        })
-        .await?;
-    Ok(json(&created.unwrap_or(Value::Null)))
+    Ok(json(&app.meta.create_assistant(row, raise).await?))
 }
 
 pub(super) async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -79,7 +69,7 @@ fn matches(assistant: &Value, search: &Map<String, Value>) -> bool {
 }
 
 async fn matching(app: &App, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
-    let all = app.meta.call(|conn| Ok(meta::assistants(conn)?)).await?;
+    let all = app.meta.assistants().await?;
     Ok(all.into_iter().filter(|a| matches(a, search)).collect())
 }
 
@@ -116,20 +106,14 @@ pub(super) async fn update(
         old.extend(new.clone());
     }
     let id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
-    let updated = app
-        .meta
-        .call(move |conn| {
-            meta::update_assistant(conn, &id, &assistant)?;
-            Ok(meta::assistant(conn, &id)?)
-        })
-        .await?;
+    let updated = app.meta.update_assistant(&id, assistant).await?;
     Ok(json(&updated.unwrap_or(Value::Null)))
 }
 
 pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let assistant = app.assistant(&id).await?;
     let id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
-    app.meta.call(move |conn| Ok(meta::delete_assistant(conn, &id)?)).await?;
+    app.meta.delete_assistant(&id).await?;
     Ok(no_content())
 }
 

@@ -3,7 +3,6 @@
 use super::respond::{event_stream, json, locate, no_content, result_of, result_when_done};
 use crate::app::App;
 use crate::error::ApiError;
-use crate::meta;
 use crate::runs::request::RunCreate;
 use crate::runs::{self, Cancel, Live};
 use crate::wire::body::{Body, Query};
@@ -86,8 +85,7 @@ pub(super) async fn wait_stateless(
 }
 
 async fn run_record(app: &App, thread: &str, run: &str) -> Result<Value, ApiError> {
-    let (t, r) = (thread.to_owned(), run.to_owned());
-    app.meta.call(move |conn| Ok(meta::run_of(conn, &t, &r)?)).await?.ok_or_else(|| ApiError::run_not_found(run))
+    app.meta.run_of(thread, run).await?.ok_or_else(|| ApiError::run_not_found(run))
 }
 
 pub(super) async fn get(
@@ -106,18 +104,8 @@ pub(super) async fn list(
     let limit = i64::try_from(query.number("limit")?.unwrap_or(10)).unwrap_or(i64::MAX);
     let offset = i64::try_from(query.number("offset")?.unwrap_or(0)).unwrap_or(i64::MAX);
     let status = query.get("status").map(str::to_owned);
-    let key = thread.clone();
-    let (exists, runs) = app
-        .meta
-        .call(move |conn| {
-            let exists = meta::thread(conn, &key)?.is_some();
-            Ok((exists, meta::runs_of(conn, &key, status.as_deref(), limit, offset)?))
-        })
-        .await?;
-    if !exists {
-        return Err(ApiError::thread_not_found(&thread));
-    }
-    Ok(json(&Value::Array(runs)))
+    let runs = app.meta.runs_of(&thread, status, limit, offset).await?;
+    Ok(json(&Value::Array(runs.ok_or_else(|| ApiError::thread_not_found(&thread))?)))
 }
 
 pub(super) async fn delete(
@@ -129,7 +117,7 @@ pub(super) async fn delete(
         return Err(ApiError::Conflict(format!("Run {run} has not ended: cancel it first")));
     }
     app.runs.forget(&run);
-    app.meta.call(move |conn| Ok(meta::delete_run(conn, &thread, &run)?)).await?;
+    app.meta.delete_run(&thread, &run).await?;
     Ok(no_content())
 }
 
@@ -141,10 +129,10 @@ fn cancel_action(query: &Query) -> Result<Cancel, ApiError> {
     }
 }
 
-/// The live run, or `None` when it already ended (and this process no longer follows it).
+/// The run's progress, or `None` when it already ended and no process keeps its events.
 async fn live_run(app: &App, thread: &str, run: &str) -> Result<Option<Arc<Live>>, ApiError> {
     run_record(app, thread, run).await?;
-    Ok(app.runs.get(run))
+    app.follow(thread, run).await
 }
 
 pub(super) async fn cancel(
@@ -156,21 +144,12 @@ pub(super) async fn cancel(
     let action = cancel_action(&query)?;
     let wait = query.flag("wait")?.unwrap_or(false);
     let record = run_record(&app, &thread, &run).await?;
-    let live = app.runs.get(&run);
-    let ended = !matches!(record["status"].as_str(), Some("pending" | "running"));
-    match live {
-        Some(live) if !ended => {
-            live.cancel(action);
-            if wait {
-                return Ok(json(&result_of(&live.done().await)));
-            }
-        }
-        _ if ended => {
-            return Err(ApiError::Conflict(format!("Run {run} has already ended ({})", record["status"])));
-        }
-        _ => {
-            return Err(ApiError::Conflict(format!("Run {run} is executed by another server process")));
-        }
+    if !matches!(record["status"].as_str(), Some("pending" | "running")) {
+        return Err(ApiError::Conflict(format!("Run {run} has already ended ({})", record["status"])));
+    }
+    app.cancel_run(&run, action).await?;
+    if wait && let Some(live) = app.follow(&thread, &run).await? {
+        return Ok(json(&result_of(&live.done().await)));
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }
@@ -200,31 +179,16 @@ pub(super) async fn cancel_many(
             return Err(ApiError::Invalid(format!("`status` must be pending, running or all, not {other:?}")));
         }
     };
-    let (thread, ids) = (body.thread_id, body.run_ids);
-    let statuses: Vec<String> = statuses.iter().map(|s| (*s).to_owned()).collect();
-    let records = app
-        .meta
-        .call(move |conn| {
-            let mut out = Vec::new();
-            match (&thread, &ids) {
-                (_, Some(ids)) => {
-                    for id in ids {
-                        out.extend(meta::run_by_id(conn, id)?);
-                    }
-                }
-                (Some(thread), None) => out.extend(meta::runs_of(conn, thread, None, i64::MAX, 0)?),
-                (None, None) => {
-                    return Err(ApiError::Invalid("give `thread_id`, `run_ids` or both".into()));
-                }
-            }
-            Ok(out)
-        })
-        .await?;
+    let records = match (body.thread_id, body.run_ids) {
+        (_, Some(ids)) => app.meta.runs_by_id(ids).await?,
+        (Some(thread), None) => app.meta.runs_of(&thread, None, i64::MAX, 0).await?.unwrap_or_default(),
+        (None, None) => return Err(ApiError::Invalid("give `thread_id`, `run_ids` or both".into())),
+    };
     for record in records {
-        if record["status"].as_str().is_some_and(|s| statuses.iter().any(|x| x == s))
-            && let Some(live) = record["run_id"].as_str().and_then(|id| app.runs.get(id))
+        if record["status"].as_str().is_some_and(|s| statuses.contains(&s))
+            && let Some(id) = record["run_id"].as_str()
         {
-            live.cancel(action);
+            app.cancel_run(id, action).await?;
         }
     }
     Ok(no_content())
@@ -238,8 +202,7 @@ pub(super) async fn join(
         return Ok(json(&result_of(&live.done().await)));
     }
     // Ended before this process followed it: the thread's values are the run's result.
-    let key = thread.clone();
-    let record = app.meta.call(move |conn| Ok(meta::thread(conn, &key)?)).await?;
+    let record = app.meta.thread(&thread).await?;
     Ok(json(&record.map_or(Value::Null, |t| t["values"].clone())))
 }
 

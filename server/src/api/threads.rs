@@ -3,7 +3,7 @@
 use super::respond::{json, no_content, number, page};
 use crate::app::App;
 use crate::error::ApiError;
-use crate::meta::{self, contains};
+use crate::meta::contains;
 use crate::runs::Cancel;
 use crate::served::{Served, interrupts_by_task};
 use crate::wire::body::{Body, Query};
@@ -56,18 +56,7 @@ pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>
         return Err(ApiError::BadRequest("`supersteps` need a graph: pass graph_id".into()));
     }
     let id = body.thread_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let (thread, inserted) = {
-        let (id, graph_id) = (id.clone(), graph_id.clone());
-        app.meta
-            .call(move |conn| {
-                let inserted = meta::insert_thread(conn, &id, &Value::Object(metadata), graph_id.as_deref())?;
-                if !inserted && raise {
-                    return Err(ApiError::Conflict(format!("Thread {id} already exists")));
-                }
-                Ok((meta::thread(conn, &id)?, inserted))
-            })
-            .await?
-    };
+    let (thread, inserted) = app.meta.create_thread(&id, Value::Object(metadata), graph_id.clone(), raise).await?;
     if let (true, Some(graph_id), Some(steps)) = (inserted, graph_id, body.supersteps) {
         let graph = Arc::clone(app.graph(&graph_id)?);
         for update in steps.into_iter().flat_map(|s| s.updates) {
@@ -88,26 +77,11 @@ async fn refresh(app: &App, graph: &Arc<dyn Served>, id: &str) -> Result<Value, 
         }
         None => (Value::Null, false, json!({})),
     };
-    let id = id.to_owned();
-    app.meta
-        .call(move |conn| {
-            let busy = !meta::open_runs(conn, &id)?.is_empty();
-            let status = if busy {
-                "busy"
-            } else if interrupted {
-                "interrupted"
-            } else {
-                "idle"
-            };
-            meta::set_thread_state(conn, &id, status, &values, &interrupts)?;
-            Ok(meta::thread(conn, &id)?.unwrap_or(Value::Null))
-        })
-        .await
+    app.meta.refresh_thread(id, interrupted, values, interrupts).await
 }
 
 async fn thread(app: &App, id: &str) -> Result<Value, ApiError> {
-    let key = id.to_owned();
-    app.meta.call(move |conn| Ok(meta::thread(conn, &key)?)).await?.ok_or_else(|| ApiError::thread_not_found(id))
+    app.meta.thread(id).await?.ok_or_else(|| ApiError::thread_not_found(id))
 }
 
 pub(super) async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -125,29 +99,21 @@ pub(super) async fn update(
         old.extend(new.clone());
     }
     let metadata = current["metadata"].clone();
-    let key = id.clone();
-    let updated = app
-        .meta
-        .call(move |conn| {
-            meta::set_thread_metadata(conn, &key, &metadata)?;
-            Ok(meta::thread(conn, &key)?)
-        })
-        .await?;
+    let updated = app.meta.set_thread_metadata(&id, metadata).await?;
     let minimal = headers.get("prefer").and_then(|v| v.to_str().ok()).is_some_and(|p| p.contains("return=minimal"));
     Ok(if minimal { no_content() } else { json(&updated.unwrap_or(Value::Null)) })
 }
 
 pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     thread(&app, &id).await?;
-    let key = id.clone();
-    for run in app.meta.call(move |conn| Ok(meta::open_runs(conn, &key)?)).await? {
-        if let Some(live) = app.runs.get(&run) {
+    for run in app.meta.open_runs(&id).await? {
+        if let Some(live) = app.follow(&id, &run).await? {
             live.cancel(Cancel::Interrupt);
             live.done().await;
         }
     }
     app.saver.delete_thread(&id).await.map_err(|e| ApiError::Storage(e.to_string()))?;
-    app.meta.call(move |conn| Ok(meta::delete_thread(conn, &id)?)).await?;
+    app.meta.delete_thread(&id).await?;
     Ok(no_content())
 }
 
@@ -162,7 +128,7 @@ fn matches(thread: &Value, search: &Map<String, Value>) -> bool {
 }
 
 async fn matching(app: &App, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
-    let all = app.meta.call(|conn| Ok(meta::threads(conn)?)).await?;
+    let all = app.meta.threads().await?;
     Ok(all.into_iter().filter(|t| matches(t, search)).collect())
 }
 

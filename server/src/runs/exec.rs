@@ -4,14 +4,11 @@
 use super::live::{Cancel, Live};
 use crate::app::App;
 use crate::error::ApiError;
-use crate::meta;
+use crate::meta::RunEnd;
 use crate::served::{Emitted, Outcome, RunSpec, Served, WireEvent, interrupts_by_task};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-
-/// Not a status: a rolled-back run's record is deleted.
-const ROLLED_BACK: &str = "";
 
 pub(super) struct Job {
     pub(super) app: Arc<App>,
@@ -33,19 +30,21 @@ enum Ended {
 
 impl Job {
     pub(super) async fn run(self) {
-        let lock = self.app.runs.lock_for(&self.spec.thread_id);
+        #[cfg(feature = "postgres")]
+        let published =
+            self.app.cluster.as_ref().map(|cluster| tokio::spawn(Arc::clone(cluster).publish(Arc::clone(&self.live))));
         let ended = tokio::select! {
             biased;
             // Cancelled before it started: there is nothing of it to undo.
-            how = self.live.cancelled() => match how {
-                Cancel::Interrupt => Ended::Cancelled,
-                Cancel::Rollback => Ended::RolledBack,
-            },
-            guard = lock.lock_owned() => {
-                // The rollback happens under the thread's lock, so the next run sees it done.
-                let ended = self.execute().await;
-                drop(guard);
-                ended
+            how = self.live.cancelled() => ended_before_start(how),
+            turn = self.turn() => match turn {
+                Ok(guard) => {
+                    // The rollback happens before the thread is free, so the next run sees it done.
+                    let ended = self.execute().await;
+                    drop(guard);
+                    ended
+                }
+                Err(ended) => ended,
             }
         };
         let outcome = self.record(ended).await;
@@ -54,27 +53,47 @@ impl Job {
         }
         self.live.finish(outcome);
         self.app.runs.ended(&self.live.run_id);
+        #[cfg(feature = "postgres")]
+        if let Some(published) = published {
+            // Before a stateless run's records go: its events are written under its record.
+            let _ = published.await;
+        }
         if self.temporary {
             let thread = self.spec.thread_id.clone();
             if let Err(error) = self.app.saver.delete_thread(&thread).await {
                 tracing::warn!(%thread, %error, "could not delete a stateless run's checkpoints");
             }
-            let result = self.app.meta.call(move |conn| Ok(meta::delete_thread(conn, &thread)?)).await;
-            if let Err(error) = result {
+            if let Err(error) = self.app.meta.delete_thread(&thread).await {
                 tracing::warn!(%error, "could not delete a stateless run's thread");
             }
         }
     }
 
-    async fn execute(&self) -> Ended {
-        match self.live.cancel_requested() {
-            Some(Cancel::Interrupt) => return Ended::Cancelled,
-            Some(Cancel::Rollback) => return Ended::RolledBack,
-            None => {}
+    /// Waits for the run's turn on its thread and marks it running: the thread's lock in this
+    /// process, or a claim on the shared run queue (held until the run's end is recorded).
+    async fn turn(&self) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Ended> {
+        let storage_failed = |error: ApiError| {
+            Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() })
+        };
+        #[cfg(feature = "postgres")]
+        if let Some(cluster) = &self.app.cluster {
+            return match cluster.take_turn(&self.live.run_id).await.map_err(storage_failed)? {
+                crate::cluster::Turn::Claimed => Ok(None),
+                crate::cluster::Turn::Cancelled(how) => Err(ended_before_start(how)),
+                crate::cluster::Turn::Gone => Err(Ended::Graph(Outcome::Failed {
+                    error: "WorkerLostError".into(),
+                    message: "the run was ended by another server process before it started".into(),
+                })),
+            };
         }
-        let run_id = self.live.run_id.clone();
-        if let Err(error) = self.app.meta.call(move |conn| Ok(meta::set_run_status(conn, &run_id, "running")?)).await {
-            return Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() });
+        let guard = self.app.runs.lock_for(&self.spec.thread_id).lock_owned().await;
+        self.app.meta.set_running(&self.live.run_id).await.map_err(storage_failed)?;
+        Ok(Some(guard))
+    }
+
+    async fn execute(&self) -> Ended {
+        if let Some(how) = self.live.cancel_requested() {
+            return ended_before_start(how);
         }
         // Where a rollback returns the thread to: ids are ordered by creation, so every
         // checkpoint the run writes sorts after one made now, and no read is needed.
@@ -128,44 +147,42 @@ impl Job {
             _ => (Value::Null, Map::new()),
         };
         let (run_status, thread_status, outcome) = match ended {
-            Ended::Graph(outcome @ Outcome::Finished { .. }) => ("success", "idle", outcome),
-            Ended::Graph(outcome @ Outcome::Interrupted { .. }) => ("success", "interrupted", outcome),
-            Ended::Graph(outcome @ Outcome::Failed { .. }) => ("error", "error", outcome),
+            Ended::Graph(outcome @ Outcome::Finished { .. }) => (Some("success"), "idle", outcome),
+            Ended::Graph(outcome @ Outcome::Interrupted { .. }) => (Some("success"), "interrupted", outcome),
+            Ended::Graph(outcome @ Outcome::Failed { .. }) => (Some("error"), "error", outcome),
             Ended::Cancelled => {
                 let outcome = Outcome::Finished { values: values.clone() };
-                ("interrupted", if interrupts.is_empty() { "idle" } else { "interrupted" }, outcome)
+                (Some("interrupted"), if interrupts.is_empty() { "idle" } else { "interrupted" }, outcome)
             }
             Ended::RolledBack => {
                 let outcome = Outcome::Failed {
                     error: "CancelledError".into(),
                     message: "the run was cancelled and rolled back: what it wrote to the thread is deleted".into(),
                 };
-                (ROLLED_BACK, if interrupts.is_empty() { "idle" } else { "interrupted" }, outcome)
+                // The run's record is deleted.
+                (None, if interrupts.is_empty() { "idle" } else { "interrupted" }, outcome)
             }
         };
-        let run_id = self.live.run_id.clone();
-        let interrupts = Value::Object(interrupts);
-        let stored = self
-            .app
-            .meta
-            .call(move |conn| {
-                let tx = meta::write(conn)?;
-                if run_status == ROLLED_BACK {
-                    meta::delete_run(&tx, &thread, &run_id)?;
-                } else {
-                    meta::set_run_status(&tx, &run_id, run_status)?;
-                }
-                // Another run queued on the thread keeps it busy.
-                let status = if meta::open_runs(&tx, &thread)?.is_empty() { thread_status } else { "busy" };
-                meta::set_thread_state(&tx, &thread, status, &values, &interrupts)?;
-                tx.commit()?;
-                Ok(())
-            })
-            .await;
-        if let Err(error) = stored {
+        let end = RunEnd {
+            thread_id: thread,
+            run_id: self.live.run_id.clone(),
+            run_status,
+            thread_status,
+            values,
+            interrupts: Value::Object(interrupts),
+        };
+        if let Err(error) = self.app.meta.end_run(end).await {
             tracing::error!(run = %self.live.run_id, %error, "could not record how a run ended");
         }
         outcome
+    }
+}
+
+/// How a run asked to stop before it started ends: there is nothing of it to undo.
+fn ended_before_start(how: Cancel) -> Ended {
+    match how {
+        Cancel::Interrupt => Ended::Cancelled,
+        Cancel::Rollback => Ended::RolledBack,
     }
 }
 

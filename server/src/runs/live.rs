@@ -36,6 +36,9 @@ pub(crate) struct Live {
     pub(crate) thread_id: String,
     /// Whether a client may reconnect and replay (`stream_resumable`): its events carry ids.
     pub(crate) resumable: bool,
+    /// Whether another server process executes the run, and this is a copy of its events
+    /// (asking it to stop asks that process).
+    pub(crate) remote: bool,
     log: Mutex<Log>,
     /// Bumped on every change of the log, to wake followers.
     tick: watch::Sender<usize>,
@@ -44,10 +47,21 @@ pub(crate) struct Live {
 
 impl Live {
     pub(crate) fn new(run_id: String, thread_id: String, resumable: bool) -> Arc<Self> {
+        Self::with(run_id, thread_id, resumable, false)
+    }
+
+    /// A copy of the progress of a run another server process executes.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn remote(run_id: String, thread_id: String, resumable: bool) -> Arc<Self> {
+        Self::with(run_id, thread_id, resumable, true)
+    }
+
+    fn with(run_id: String, thread_id: String, resumable: bool, remote: bool) -> Arc<Self> {
         Arc::new(Self {
             run_id,
             thread_id,
             resumable,
+            remote,
             log: Mutex::default(),
             tick: watch::Sender::new(0),
             cancel: watch::Sender::new(None),
@@ -60,9 +74,14 @@ impl Live {
 
     /// Adds an event.
     pub(crate) fn push(&self, event: &WireEvent) {
+        self.push_encoded(event.name.clone(), event.data.to_string());
+    }
+
+    /// Adds an event whose data is already JSON text.
+    pub(crate) fn push_encoded(&self, name: String, data: String) {
         let mut log = self.log();
         let id = log.frames.len();
-        log.frames.push(Arc::new(Frame { id, name: event.name.clone(), data: event.data.to_string() }));
+        log.frames.push(Arc::new(Frame { id, name, data }));
         drop(log);
         self.tick.send_modify(|n| *n += 1);
     }

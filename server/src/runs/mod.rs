@@ -8,7 +8,7 @@ pub(crate) use live::{Cancel, Live};
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::meta::{self, RunRow};
+use crate::meta::RunRow;
 use crate::served::{RunSpec, Start};
 use request::{Multitask, RunCreate};
 use serde_json::{Value, json};
@@ -37,13 +37,24 @@ impl Runs {
         self.live.lock().unwrap_or_else(PoisonError::into_inner).insert(live.run_id.clone(), Arc::clone(live));
     }
 
+    /// Adds `live` unless the run is already there; the one kept, and whether it is `live`.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn add_if_absent(&self, live: Arc<Live>) -> (Arc<Live>, bool) {
+        let mut all = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(kept) = all.get(&live.run_id) {
+            return (Arc::clone(kept), false);
+        }
+        all.insert(live.run_id.clone(), Arc::clone(&live));
+        (live, true)
+    }
+
     /// Forgets a run's events (the run was deleted).
     pub(crate) fn forget(&self, run_id: &str) {
         self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(run_id);
     }
 
     /// Keeps an ended run's events for a while, forgetting the oldest ended run beyond the limit.
-    fn ended(&self, run_id: &str) {
+    pub(crate) fn ended(&self, run_id: &str) {
         let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
         ended.push_back(run_id.to_owned());
         while ended.len() > KEPT_ENDED {
@@ -112,13 +123,11 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
     let kwargs = kwargs_of(&body);
     let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));
     let creates = temporary || body.creates_thread()?;
-    let row = Row { run_id: run_id.clone(), thread_id: thread_id.clone(), graph_id, assistant_id, metadata, kwargs };
-    let (run, superseded) = app.meta.call(move |conn| register(conn, &row, creates, multitask)).await?;
+    let row = RunRow { run_id: run_id.clone(), thread_id: thread_id.clone(), graph_id, assistant_id, metadata, kwargs };
+    let (run, superseded) = app.meta.register(row, creates, multitask).await?;
     let how = if multitask == Multitask::Rollback { Cancel::Rollback } else { Cancel::Interrupt };
     for id in superseded {
-        if let Some(other) = app.runs.get(&id) {
-            other.cancel(how);
-        }
+        app.cancel_run(&id, how).await?;
     }
     let live = Live::new(run_id.clone(), thread_id.clone(), body.stream_resumable.unwrap_or(false));
     live.push(&crate::served::WireEvent { name: "metadata".into(), data: json!({"run_id": run_id, "attempt": 1}) });
@@ -126,56 +135,6 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
     let job = exec::Job { app: Arc::clone(app), graph, spec, live: Arc::clone(&live), temporary: temporary && !keep };
     tokio::spawn(job.run());
     Ok(Accepted { run, live })
-}
-
-/// What a new run's record holds.
-struct Row {
-    run_id: String,
-    thread_id: String,
-    graph_id: String,
-    assistant_id: String,
-    metadata: Value,
-    kwargs: Value,
-}
-
-/// Records a new run in one transaction (so that two requests cannot both find the thread
-/// free): creates its thread when asked, checks the thread's graph and its runs in flight
-/// against the multitask strategy, and marks the thread busy. Returns the run's record and the
-/// runs the new one supersedes.
-fn register(
-    conn: &mut rusqlite::Connection,
-    row: &Row,
-    creates: bool,
-    multitask: Multitask,
-) -> Result<(Value, Vec<String>), ApiError> {
-    let Row { run_id, thread_id, graph_id, assistant_id, metadata, kwargs } = row;
-    let tx = meta::write(conn)?;
-    match meta::thread_graph(&tx, thread_id)? {
-        None if creates => {
-            let meta = json!({"graph_id": graph_id, "assistant_id": assistant_id});
-            meta::insert_thread(&tx, thread_id, &meta, Some(graph_id))?;
-        }
-        None => return Err(ApiError::thread_not_found(thread_id)),
-        Some(Some(other)) if other != *graph_id => {
-            return Err(ApiError::Conflict(format!(
-                "Thread {thread_id} holds a run of graph {other:?}; graph {graph_id:?} cannot continue it: use a new thread"
-            )));
-        }
-        Some(_) => meta::set_thread_graph(&tx, thread_id, graph_id)?,
-    }
-    let open = meta::open_runs(&tx, thread_id)?;
-    if !open.is_empty() && multitask == Multitask::Reject {
-        return Err(ApiError::Conflict(format!(
-            "Thread {thread_id} is already running a task (run {}): wait for it to finish, or pass multitask_strategy \"enqueue\" or \"interrupt\"",
-            open[0]
-        )));
-    }
-    let record = RunRow { run_id, thread_id, assistant_id, metadata, kwargs, multitask_strategy: multitask.as_str() };
-    let run = meta::insert_run(&tx, &record)?;
-    meta::set_thread_status(&tx, thread_id, "busy")?;
-    tx.commit()?;
-    let superseded = if matches!(multitask, Multitask::Interrupt | Multitask::Rollback) { open } else { Vec::new() };
-    Ok((run, superseded))
 }
 
 /// The request as stored in the run's `kwargs`.

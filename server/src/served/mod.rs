@@ -59,8 +59,8 @@ pub(crate) struct WireEvent {
     pub(crate) data: Value,
 }
 
-/// How a run ended.
-#[derive(Clone, Debug)]
+/// How a run ended. Stored as JSON for the followers of a run in other server processes.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Outcome {
     /// The graph finished; its final values.
     Finished { values: Value },

@@ -1,0 +1,437 @@
+//! Several server processes on one PostgreSQL database: one run queue, and runs that any
+//! process can follow, join and cancel.
+//!
+//! - **Liveness.** Each process holds a session advisory lock keyed by its owner id on a
+//!   connection of its own; PostgreSQL drops it when the process (or that connection) dies.
+//!   Every run records the owner that accepted it.
+//! - **The queue.** A run starts when its process claims it: one conditional `UPDATE` that
+//!   succeeds only for the oldest open run of its thread that nobody asked to cancel, so runs
+//!   on a thread execute one at a time, in order, whichever process accepted them.
+//! - **Followers elsewhere.** The executing process writes the run's events to
+//!   `gw_run_events` as they come, then its outcome; a process asked to join or stream a run it
+//!   does not execute copies them into a local [`Live`], woken by `NOTIFY`.
+//! - **Cancellation elsewhere.** A cancel is stored on the run and announced by `NOTIFY`; the
+//!   owner stops the run, and a run not yet started sees it when it tries to claim its turn.
+//! - **Orphans.** Every process sweeps for open runs whose owner's lock is free: they are
+//!   marked `error` (nothing is re-run: their nodes' effects may have happened), their
+//!   followers get the error, and their threads are freed (`error`, or `busy` while another
+//!   run is queued), so a thread never stays busy.
+
+use crate::error::ApiError;
+use crate::meta::postgres::{OWNER_LOCK, PgMeta, pg};
+use crate::runs::live::Frame;
+use crate::runs::{Cancel, Live, Runs};
+use crate::served::Outcome;
+use crate::time;
+use futures::{FutureExt, StreamExt};
+use graphwright::checkpoint::deadpool_postgres::Pool;
+use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, AsyncMessage, NoTls};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+
+/// The channel of this module's notifications.
+const CHANNEL: &str = "gw_runs";
+/// How often each process looks for orphaned runs.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// How often waiting claims and followers look again when no notification came (one may be
+/// lost with a connection).
+const POLL_EVERY: Duration = Duration::from_millis(500);
+/// How long the events of an ended run are kept for late joiners.
+const KEEP_EVENTS: Duration = Duration::from_hours(1);
+/// Events are pruned once every this many sweeps.
+const PRUNE_EVERY: u32 = 60;
+
+/// Whether a run may start.
+pub(crate) enum Turn {
+    /// Claimed: this process executes it now.
+    Claimed,
+    /// Someone asked it to stop before it started.
+    Cancelled(Cancel),
+    /// It ended without running (its process was found dead) or was deleted.
+    Gone,
+}
+
+/// This process's part in the cluster.
+pub(crate) struct Cluster {
+    meta: PgMeta,
+    /// Bumped when a run ends anywhere (claims waiting for their turn look again).
+    ended: watch::Sender<u64>,
+    /// Bumped when a run elsewhere published events (followers look again).
+    events: watch::Sender<u64>,
+    /// The connection holding this process's liveness lock and listening for notifications.
+    _lease: tokio_postgres::Client,
+}
+
+fn cancel_name(how: Cancel) -> &'static str {
+    match how {
+        Cancel::Interrupt => "interrupt",
+        Cancel::Rollback => "rollback",
+    }
+}
+
+fn cancel_of(name: &str) -> Option<Cancel> {
+    match name {
+        "interrupt" => Some(Cancel::Interrupt),
+        "rollback" => Some(Cancel::Rollback),
+        _ => None,
+    }
+}
+
+fn now_ms() -> i64 {
+    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+fn encode(outcome: &Outcome) -> String {
+    serde_json::to_string(outcome).unwrap_or_else(|_| "null".to_owned())
+}
+
+impl Cluster {
+    /// Joins the cluster on the database at `url`: connects this process's lease connection,
+    /// takes a free owner id's liveness lock, listens for notifications, opens the records
+    /// over `pool`, and starts the orphan sweep.
+    pub(crate) async fn start(url: &str, pool: Pool, runs: Arc<Runs>) -> Result<Arc<Self>, ApiError> {
+        let (lease, mut connection) = tokio_postgres::connect(url, NoTls).await?;
+        let ended = watch::Sender::new(0);
+        let events = watch::Sender::new(0);
+        let (ended_tx, events_tx) = (ended.clone(), events.clone());
+        tokio::spawn(async move {
+            let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(message) = messages.next().await {
+                match message {
+                    Ok(AsyncMessage::Notification(note)) => dispatch(note.payload(), &runs, &ended_tx, &events_tx),
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::error!(error = %pg(&error), "the server's PostgreSQL lease connection failed");
+                        break;
+                    }
+                }
+            }
+            tracing::error!(
+                "the server's PostgreSQL lease connection is closed: other processes now take this process's runs \
+                 for orphans and mark them `error`; restart this process"
+            );
+        });
+        let owner = take_owner_id(&lease).await?;
+        lease.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+        let meta = PgMeta::open(pool, owner).await?;
+        let cluster = Arc::new(Self { meta, ended, events, _lease: lease });
+        let weak = Arc::downgrade(&cluster);
+        tokio::spawn(async move {
+            let mut round = 0u32;
+            loop {
+                let Some(cluster) = weak.upgrade() else { return };
+                if let Err(error) = cluster.sweep(round.is_multiple_of(PRUNE_EVERY)).await {
+                    tracing::warn!(%error, "could not look for runs of server processes that are gone");
+                }
+                drop(cluster);
+                round = round.wrapping_add(1);
+                tokio::time::sleep(SWEEP_EVERY).await;
+            }
+        });
+        Ok(cluster)
+    }
+
+    /// The records, as this process writes them.
+    pub(crate) fn meta(&self) -> &PgMeta {
+        &self.meta
+    }
+
+    /// Claims `run` if it is its thread's turn; `None` while an earlier run of its thread is
+    /// open.
+    async fn claim(&self, run: &str) -> Result<Option<Turn>, ApiError> {
+        let client = self.meta.client().await?;
+        let claimed = client
+            .execute(
+                "UPDATE gw_runs r SET status = 'running', updated_at = $2
+                 WHERE r.run_id = $1 AND r.status = 'pending' AND r.cancel IS NULL AND NOT EXISTS (
+                     SELECT 1 FROM gw_runs o WHERE o.thread_id = r.thread_id
+                         AND o.status IN ('pending', 'running') AND o.seq < r.seq)",
+                &[&run, &time::now()],
+            )
+            .await?;
+        if claimed == 1 {
+            return Ok(Some(Turn::Claimed));
+        }
+        let row = client.query_opt("SELECT status, cancel FROM gw_runs WHERE run_id = $1", &[&run]).await?;
+        let Some(row) = row else { return Ok(Some(Turn::Gone)) };
+        let (status, cancel): (String, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
+        Ok(match cancel.as_deref().and_then(cancel_of) {
+            Some(how) => Some(Turn::Cancelled(how)),
+            None if status == "pending" => None,
+            None => Some(Turn::Gone),
+        })
+    }
+
+    /// Waits for `run`'s turn and claims it.
+    pub(crate) async fn take_turn(&self, run: &str) -> Result<Turn, ApiError> {
+        let mut ended = self.ended.subscribe();
+        loop {
+            ended.borrow_and_update();
+            if let Some(turn) = self.claim(run).await? {
+                return Ok(turn);
+            }
+            tokio::select! {
+                _ = ended.changed() => {}
+                () = tokio::time::sleep(POLL_EVERY) => {}
+            }
+        }
+    }
+
+    /// Asks the process executing `run` to stop it; whether the run was open to be asked.
+    pub(crate) async fn cancel(&self, run: &str, how: Cancel) -> Result<bool, ApiError> {
+        let client = self.meta.client().await?;
+        let name = cancel_name(how);
+        let asked = client
+            .execute(
+                "UPDATE gw_runs SET cancel = $2 WHERE run_id = $1 AND status IN ('pending', 'running') AND cancel IS NULL",
+                &[&run, &name],
+            )
+            .await?;
+        if asked == 1 {
+            client.execute("SELECT pg_notify($1, 'cancel ' || $2 || ' ' || $3)", &[&CHANNEL, &name, &run]).await?;
+        }
+        Ok(asked == 1)
+    }
+
+    /// Writes the events of a run this process executes for followers elsewhere, then its
+    /// outcome. Ends when the run has ended.
+    pub(crate) async fn publish(self: Arc<Self>, live: Arc<Live>) {
+        let mut frames = Arc::clone(&live).follow(0);
+        let mut batch: Vec<Arc<Frame>> = Vec::new();
+        let mut open = true;
+        while open {
+            match frames.next().await {
+                Some(frame) => batch.push(frame),
+                None => break,
+            }
+            // Whatever else is already there goes in the same statement.
+            loop {
+                match frames.next().now_or_never() {
+                    Some(Some(frame)) => batch.push(frame),
+                    Some(None) => {
+                        open = false;
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            if let Err(error) = self.insert_events(&live.run_id, &batch).await {
+                // A rolled-back run's record, and so its events, are deleted: nobody follows it.
+                tracing::debug!(run = %live.run_id, %error, "could not publish a run's events");
+            }
+            batch.clear();
+        }
+        if let Some(outcome) = live.outcome()
+            && let Err(error) = self.write_outcome(&live.run_id, &outcome).await
+        {
+            tracing::warn!(run = %live.run_id, %error, "could not publish how a run ended");
+        }
+    }
+
+    async fn insert_events(&self, run: &str, batch: &[Arc<Frame>]) -> Result<(), ApiError> {
+        let seqs: Vec<i32> = batch.iter().map(|f| i32::try_from(f.id).unwrap_or(i32::MAX)).collect();
+        let names: Vec<&str> = batch.iter().map(|f| f.name.as_str()).collect();
+        let data: Vec<&str> = batch.iter().map(|f| f.data.as_str()).collect();
+        let client = self.meta.client().await?;
+        client
+            .execute(
+                "INSERT INTO gw_run_events (run_id, seq, name, data)
+                 SELECT $1, s, n, d FROM unnest($2::integer[], $3::text[], $4::text[]) AS e (s, n, d)
+                 ON CONFLICT DO NOTHING",
+                &[&run, &seqs, &names, &data],
+            )
+            .await?;
+        client.execute("SELECT pg_notify($1, 'events ' || $2)", &[&CHANNEL, &run]).await?;
+        Ok(())
+    }
+
+    async fn write_outcome(&self, run: &str, outcome: &Outcome) -> Result<(), ApiError> {
+        let client = self.meta.client().await?;
+        client
+            .execute(
+                "UPDATE gw_runs SET outcome = $2, ended_at_ms = $3 WHERE run_id = $1",
+                &[&run, &encode(outcome), &now_ms()],
+            )
+            .await?;
+        client.execute("SELECT pg_notify($1, 'events ' || $2)", &[&CHANNEL, &run]).await?;
+        Ok(())
+    }
+
+    /// A local copy of the progress of a run another process executes (or executed), kept up
+    /// to date until it ends; shared by every local follower.
+    pub(crate) fn follow(self: &Arc<Self>, runs: &Arc<Runs>, thread: &str, run: &str, resumable: bool) -> Arc<Live> {
+        let (live, added) = runs.add_if_absent(Live::remote(run.to_owned(), thread.to_owned(), resumable));
+        if added {
+            let (cluster, runs, copy) = (Arc::clone(self), Arc::clone(runs), Arc::clone(&live));
+            tokio::spawn(async move {
+                cluster.copy(&copy).await;
+                runs.ended(&copy.run_id);
+            });
+        }
+        live
+    }
+
+    async fn copy(&self, live: &Live) {
+        let (mut events, mut ended) = (self.events.subscribe(), self.ended.subscribe());
+        let mut relayed = false;
+        loop {
+            events.borrow_and_update();
+            ended.borrow_and_update();
+            match self.copy_round(live).await {
+                Ok(Some(outcome)) => {
+                    live.finish(outcome);
+                    return;
+                }
+                Ok(None) => {}
+                Err(error) => tracing::warn!(run = %live.run_id, %error, "could not read a run's events"),
+            }
+            tokio::select! {
+                how = live.cancelled(), if !relayed => {
+                    relayed = true;
+                    if let Err(error) = self.cancel(&live.run_id, how).await {
+                        tracing::warn!(run = %live.run_id, %error, "could not ask for a run to be cancelled");
+                    }
+                }
+                _ = events.changed() => {}
+                _ = ended.changed() => {}
+                () = tokio::time::sleep(POLL_EVERY) => {}
+            }
+        }
+    }
+
+    /// Copies the events not copied yet; the outcome once the run has ended.
+    async fn copy_round(&self, live: &Live) -> Result<Option<Outcome>, ApiError> {
+        let client = self.meta.client().await?;
+        // The outcome first: it is written after every event, so the events read next are all.
+        let row = client.query_opt("SELECT outcome FROM gw_runs WHERE run_id = $1", &[&live.run_id]).await?;
+        let outcome = match row {
+            None => Some(Outcome::Failed {
+                error: "CancelledError".into(),
+                message: "the run was deleted (rolled back) while it was followed".into(),
+            }),
+            Some(row) => {
+                let stored: Option<String> = row.try_get(0)?;
+                stored
+                    .map(|text| {
+                        serde_json::from_str(&text).map_err(|e| {
+                            ApiError::Storage(format!("run {}'s stored outcome is damaged: {e}", live.run_id))
+                        })
+                    })
+                    .transpose()?
+            }
+        };
+        let from = i32::try_from(live.len()).unwrap_or(i32::MAX);
+        let rows = client
+            .query(
+                "SELECT seq, name, data FROM gw_run_events WHERE run_id = $1 AND seq >= $2 ORDER BY seq",
+                &[&live.run_id, &from],
+            )
+            .await?;
+        for row in rows {
+            let (seq, name, data): (i32, String, String) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            // Frames are numbered by position: a gap would shift every later id.
+            if usize::try_from(seq).ok() != Some(live.len()) {
+                return Err(ApiError::Storage(format!("run {}'s events have a gap before {seq}", live.run_id)));
+            }
+            live.push_encoded(name, data);
+        }
+        Ok(outcome)
+    }
+
+    /// Marks the open runs of processes that are gone as failed and frees their threads; with
+    /// `prune`, also drops the events of runs that ended long ago.
+    async fn sweep(&self, prune: bool) -> Result<(), ApiError> {
+        let mut client = self.meta.client().await?;
+        let owners = client
+            .query(
+                "SELECT DISTINCT owner FROM gw_runs WHERE status IN ('pending', 'running') AND owner <> $1",
+                &[&self.meta.owner],
+            )
+            .await?;
+        for row in owners {
+            let owner: i32 = row.try_get(0)?;
+            let tx = client.transaction().await?;
+            // The owner's lock can be taken only if no live session holds it; taken for this
+            // transaction only, it also keeps two sweepers from failing the same runs.
+            let gone: bool =
+                tx.query_one("SELECT pg_try_advisory_xact_lock($1, $2)", &[&OWNER_LOCK, &owner]).await?.try_get(0)?;
+            if !gone {
+                continue;
+            }
+            let failed = Outcome::Failed {
+                error: "WorkerLostError".into(),
+                message: "the server process executing this run stopped before it ended".into(),
+            };
+            let now = time::now();
+            let rows = tx
+                .query(
+                    "UPDATE gw_runs SET status = 'error', updated_at = $2, outcome = COALESCE(outcome, $3), ended_at_ms = $4
+                     WHERE owner = $1 AND status IN ('pending', 'running') RETURNING run_id, thread_id",
+                    &[&owner, &now, &encode(&failed), &now_ms()],
+                )
+                .await?;
+            for row in &rows {
+                let (run, thread): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+                tx.execute(
+                    "UPDATE gw_threads SET updated_at = $2, status = CASE WHEN EXISTS (
+                         SELECT 1 FROM gw_runs WHERE thread_id = $1 AND status IN ('pending', 'running'))
+                         THEN 'busy' ELSE 'error' END
+                     WHERE thread_id = $1",
+                    &[&thread, &now],
+                )
+                .await?;
+                tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&CHANNEL, &run]).await?;
+            }
+            tx.commit().await?;
+            if !rows.is_empty() {
+                tracing::warn!(owner, runs = rows.len(), "runs of a server process that is gone were marked `error`");
+            }
+        }
+        if prune {
+            let before = now_ms() - i64::try_from(KEEP_EVENTS.as_millis()).unwrap_or(i64::MAX);
+            client
+                .execute(
+                    "DELETE FROM gw_run_events e USING gw_runs r WHERE e.run_id = r.run_id AND r.ended_at_ms < $1",
+                    &[&before],
+                )
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Takes the liveness lock of an owner id no live process holds.
+async fn take_owner_id(client: &tokio_postgres::Client) -> Result<i32, ApiError> {
+    for _ in 0..16 {
+        let id = i32::try_from(uuid::Uuid::new_v4().as_u128() as u32 >> 1).unwrap_or(1);
+        if id == 0 {
+            continue;
+        }
+        let locked: bool =
+            client.query_one("SELECT pg_try_advisory_lock($1, $2)", &[&OWNER_LOCK, &id]).await?.try_get(0)?;
+        if locked {
+            return Ok(id);
+        }
+    }
+    Err(ApiError::Storage("every server owner id tried is held by another live process".into()))
+}
+
+/// Acts on a notification: stops a run this process executes, or wakes waiting claims and
+/// followers.
+fn dispatch(payload: &str, runs: &Runs, ended: &watch::Sender<u64>, events: &watch::Sender<u64>) {
+    let mut words = payload.splitn(3, ' ');
+    match (words.next(), words.next(), words.next()) {
+        (Some("cancel"), Some(how), Some(run)) => {
+            if let (Some(how), Some(live)) = (cancel_of(how), runs.get(run))
+                && !live.remote
+            {
+                live.cancel(how);
+            }
+        }
+        (Some("ended"), ..) => ended.send_modify(|n| *n += 1),
+        (Some("events"), ..) => events.send_modify(|n| *n += 1),
+        _ => tracing::debug!(payload, "an unknown notification on the server's channel"),
+    }
+}

@@ -1,0 +1,432 @@
+//! The records in SQLite: one connection, one server process per file.
+
+use super::{
+    ASSISTANT_COLUMNS, AssistantRow, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
+    check_multitask, check_thread, created_thread_metadata, refreshed_status, run_json, text, thread_json,
+};
+use crate::error::ApiError;
+use crate::runs::request::Multitask;
+use crate::time;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS gw_assistants (
+    assistant_id TEXT PRIMARY KEY, graph_id TEXT NOT NULL, config TEXT NOT NULL, context TEXT NOT NULL,
+    metadata TEXT NOT NULL, name TEXT NOT NULL, description TEXT, version INTEGER NOT NULL,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gw_threads (
+    thread_id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    state_updated_at TEXT NOT NULL, metadata TEXT NOT NULL, status TEXT NOT NULL, config TEXT NOT NULL,
+    vals TEXT, interrupts TEXT NOT NULL, graph_id TEXT);
+CREATE TABLE IF NOT EXISTS gw_runs (
+    run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, assistant_id TEXT NOT NULL, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL, status TEXT NOT NULL, metadata TEXT NOT NULL, kwargs TEXT NOT NULL,
+    multitask_strategy TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS gw_runs_thread ON gw_runs (thread_id, seq);
+";
+
+/// The records, behind one connection.
+#[derive(Clone)]
+pub(crate) struct SqliteMeta {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteMeta {
+    /// Opens (creating) the records in `path`, or in memory.
+    pub(crate) fn open(path: Option<&std::path::Path>) -> rusqlite::Result<Self> {
+        let conn = match path {
+            Some(path) => Connection::open(path)?,
+            None => Connection::open_in_memory()?,
+        };
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        if path.is_some() {
+            conn.pragma_update(None, "journal_mode", "wal")?;
+        }
+        conn.execute_batch(SCHEMA)?;
+        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    /// Runs `f` on the connection, off the async threads.
+    async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| ApiError::Storage(format!("a storage task stopped: {e}")))?
+    }
+
+    pub(crate) async fn create_assistant(&self, row: AssistantRow, raise: bool) -> Result<Value, ApiError> {
+        self.call(move |conn| {
+            if !insert_assistant(conn, &row)? && raise {
+                return Err(ApiError::Conflict(format!("Assistant {} already exists", row.assistant_id)));
+            }
+            Ok(assistant(conn, &row.assistant_id)?.unwrap_or(Value::Null))
+        })
+        .await
+    }
+
+    pub(crate) async fn assistant(&self, id: &str) -> Result<Option<Value>, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| Ok(assistant(conn, &id)?)).await
+    }
+
+    pub(crate) async fn assistants(&self) -> Result<Vec<Value>, ApiError> {
+        self.call(|conn| {
+            let mut stmt =
+                conn.prepare(&format!("SELECT {ASSISTANT_COLUMNS} FROM gw_assistants ORDER BY created_at DESC"))?;
+            Ok(stmt.query_map([], |r| assistant_json(r))?.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    pub(crate) async fn update_assistant(&self, id: &str, merged: Value) -> Result<Option<Value>, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| {
+            conn.execute(
+                "UPDATE gw_assistants SET graph_id = ?2, config = ?3, context = ?4, metadata = ?5, name = ?6,
+                 description = ?7, version = version + 1, updated_at = ?8 WHERE assistant_id = ?1",
+                params![
+                    id,
+                    merged["graph_id"].as_str().unwrap_or_default(),
+                    text(&merged["config"]),
+                    text(&merged["context"]),
+                    text(&merged["metadata"]),
+                    merged["name"].as_str().unwrap_or_default(),
+                    merged["description"].as_str(),
+                    time::now()
+                ],
+            )?;
+            Ok(assistant(conn, &id)?)
+        })
+        .await
+    }
+
+    pub(crate) async fn delete_assistant(&self, id: &str) -> Result<bool, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| Ok(conn.execute("DELETE FROM gw_assistants WHERE assistant_id = ?1", [id])? == 1)).await
+    }
+
+    pub(crate) async fn create_thread(
+        &self,
+        id: &str,
+        metadata: Value,
+        graph_id: Option<String>,
+        raise: bool,
+    ) -> Result<(Option<Value>, bool), ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| {
+            let inserted = insert_thread(conn, &id, &metadata, graph_id.as_deref())?;
+            if !inserted && raise {
+                return Err(ApiError::Conflict(format!("Thread {id} already exists")));
+            }
+            Ok((thread(conn, &id)?, inserted))
+        })
+        .await
+    }
+
+    pub(crate) async fn thread(&self, id: &str) -> Result<Option<Value>, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| Ok(thread(conn, &id)?)).await
+    }
+
+    #[allow(clippy::option_option)]
+    pub(crate) async fn thread_graph(&self, id: &str) -> Result<Option<Option<String>>, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| Ok(thread_graph(conn, &id)?)).await
+    }
+
+    pub(crate) async fn threads(&self) -> Result<Vec<Value>, ApiError> {
+        self.call(|conn| {
+            let mut stmt = conn.prepare(&format!("SELECT {THREAD_COLUMNS} FROM gw_threads"))?;
+            Ok(stmt.query_map([], |r| thread_json(r))?.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
+    pub(crate) async fn set_thread_metadata(&self, id: &str, metadata: Value) -> Result<Option<Value>, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| {
+            conn.execute(
+                "UPDATE gw_threads SET metadata = ?2, updated_at = ?3 WHERE thread_id = ?1",
+                params![id, text(&metadata), time::now()],
+            )?;
+            Ok(thread(conn, &id)?)
+        })
+        .await
+    }
+
+    pub(crate) async fn refresh_thread(
+        &self,
+        id: &str,
+        interrupted: bool,
+        values: Value,
+        interrupts: Value,
+    ) -> Result<Value, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| {
+            let status = refreshed_status(!open_runs(conn, &id)?.is_empty(), interrupted);
+            set_thread_state(conn, &id, status, &values, &interrupts)?;
+            Ok(thread(conn, &id)?.unwrap_or(Value::Null))
+        })
+        .await
+    }
+
+    pub(crate) async fn delete_thread(&self, id: &str) -> Result<bool, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| {
+            let tx = write(conn)?;
+            tx.execute("DELETE FROM gw_runs WHERE thread_id = ?1", [&id])?;
+            let n = tx.execute("DELETE FROM gw_threads WHERE thread_id = ?1", [&id])?;
+            tx.commit()?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    pub(crate) async fn register(
+        &self,
+        row: RunRow,
+        creates: bool,
+        multitask: Multitask,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        self.call(move |conn| {
+            let tx = write(conn)?;
+            let found = thread_graph(&tx, &row.thread_id)?;
+            match check_thread(found.as_ref().map(Option::as_deref), &row, creates)? {
+                ThreadCheck::Create => {
+                    insert_thread(&tx, &row.thread_id, &created_thread_metadata(&row), Some(&row.graph_id))?;
+                }
+                ThreadCheck::SetGraph => {
+                    tx.execute(
+                        "UPDATE gw_threads SET graph_id = ?2 WHERE thread_id = ?1 AND graph_id IS NULL",
+                        params![row.thread_id, row.graph_id],
+                    )?;
+                }
+            }
+            let superseded = check_multitask(open_runs(&tx, &row.thread_id)?, multitask, &row.thread_id)?;
+            let now = time::now();
+            tx.execute(
+                "INSERT INTO gw_runs VALUES (?1, ?2, ?3, ?4, ?4, 'pending', ?5, ?6, ?7,
+                     (SELECT COALESCE(MAX(seq), 0) + 1 FROM gw_runs))",
+                params![
+                    row.run_id,
+                    row.thread_id,
+                    row.assistant_id,
+                    now,
+                    text(&row.metadata),
+                    text(&row.kwargs),
+                    multitask.as_str()
+                ],
+            )?;
+            let run = run_of(&tx, &row.thread_id, &row.run_id)?.unwrap_or(Value::Null);
+            tx.execute(
+                "UPDATE gw_threads SET status = 'busy', updated_at = ?2 WHERE thread_id = ?1",
+                params![row.thread_id, now],
+            )?;
+            tx.commit()?;
+            Ok((run, superseded))
+        })
+        .await
+    }
+
+    pub(crate) async fn run_of(&self, thread: &str, run: &str) -> Result<Option<Value>, ApiError> {
+        let (thread, run) = (thread.to_owned(), run.to_owned());
+        self.call(move |conn| Ok(run_of(conn, &thread, &run)?)).await
+    }
+
+    pub(crate) async fn runs_by_id(&self, ids: Vec<String>) -> Result<Vec<Value>, ApiError> {
+        self.call(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM gw_runs WHERE run_id = ?1"))?;
+            let mut out = Vec::new();
+            for id in ids {
+                out.extend(stmt.query_row([id], |r| run_json(r)).optional()?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    pub(crate) async fn runs_of(
+        &self,
+        thread: &str,
+        status: Option<String>,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Option<Vec<Value>>, ApiError> {
+        let thread = thread.to_owned();
+        self.call(move |conn| {
+            if thread_graph(conn, &thread)?.is_none() {
+                return Ok(None);
+            }
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM gw_runs WHERE thread_id = ?1 AND (?2 IS NULL OR status = ?2)
+                 ORDER BY seq DESC LIMIT ?3 OFFSET ?4"
+            ))?;
+            let runs = stmt.query_map(params![thread, status, limit, offset], |r| run_json(r))?;
+            Ok(Some(runs.collect::<rusqlite::Result<_>>()?))
+        })
+        .await
+    }
+
+    pub(crate) async fn open_runs(&self, thread: &str) -> Result<Vec<String>, ApiError> {
+        let thread = thread.to_owned();
+        self.call(move |conn| Ok(open_runs(conn, &thread)?)).await
+    }
+
+    pub(crate) async fn delete_run(&self, thread: &str, run: &str) -> Result<bool, ApiError> {
+        let (thread, run) = (thread.to_owned(), run.to_owned());
+        self.call(move |conn| Ok(delete_run(conn, &thread, &run)?)).await
+    }
+
+    pub(crate) async fn set_running(&self, run: &str) -> Result<(), ApiError> {
+        let run = run.to_owned();
+        self.call(move |conn| Ok(set_run_status(conn, &run, "running")?)).await
+    }
+
+    pub(crate) async fn end_run(&self, end: RunEnd) -> Result<(), ApiError> {
+        self.call(move |conn| {
+            let tx = write(conn)?;
+            match end.run_status {
+                Some(status) => set_run_status(&tx, &end.run_id, status)?,
+                None => {
+                    delete_run(&tx, &end.thread_id, &end.run_id)?;
+                }
+            }
+            // Another run queued on the thread keeps it busy.
+            let queued = !open_runs(&tx, &end.thread_id)?.is_empty();
+            let status = if queued { "busy" } else { end.thread_status };
+            set_thread_state(&tx, &end.thread_id, status, &end.values, &end.interrupts)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Adds the default assistants, and marks every run that had not ended as failed: they
+    /// belonged to a server process that is gone (one process per file), and their threads
+    /// are free again.
+    pub(crate) async fn prepare(&self, assistants: Vec<AssistantRow>) -> Result<(), ApiError> {
+        self.call(move |conn| {
+            for row in &assistants {
+                insert_assistant(conn, row)?;
+            }
+            let tx = write(conn)?;
+            let now = time::now();
+            let failed = tx.execute(
+                "UPDATE gw_runs SET status = 'error', updated_at = ?1 WHERE status IN ('pending', 'running')",
+                [&now],
+            )?;
+            tx.execute("UPDATE gw_threads SET status = 'error', updated_at = ?1 WHERE status = 'busy'", [&now])?;
+            tx.commit()?;
+            if failed > 0 {
+                tracing::warn!(failed, "runs left unfinished by an earlier server process were marked `error`");
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// A transaction that writes. Taken as `IMMEDIATE`: the checkpoints and the store write to the
+/// same file, and a deferred transaction that reads first and then writes cannot wait for them
+/// (SQLite answers "database is locked" at once instead of applying the busy timeout).
+fn write(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
+/// Inserts an assistant; `false` if the id is taken.
+fn insert_assistant(conn: &Connection, row: &AssistantRow) -> rusqlite::Result<bool> {
+    let now = time::now();
+    let n = conn.execute(
+        "INSERT OR IGNORE INTO gw_assistants VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8)",
+        params![
+            row.assistant_id,
+            row.graph_id,
+            text(&row.config),
+            text(&row.context),
+            text(&row.metadata),
+            row.name,
+            row.description,
+            now
+        ],
+    )?;
+    Ok(n == 1)
+}
+
+fn assistant(conn: &Connection, id: &str) -> rusqlite::Result<Option<Value>> {
+    conn.query_row(&format!("SELECT {ASSISTANT_COLUMNS} FROM gw_assistants WHERE assistant_id = ?1"), [id], |r| {
+        assistant_json(r)
+    })
+    .optional()
+}
+
+/// Inserts a thread; `false` if the id is taken.
+fn insert_thread(conn: &Connection, id: &str, metadata: &Value, graph_id: Option<&str>) -> rusqlite::Result<bool> {
+    let now = time::now();
+    let n = conn.execute(
+        "INSERT OR IGNORE INTO gw_threads VALUES (?1, ?2, ?2, ?2, ?3, 'idle', '{}', NULL, '{}', ?4)",
+        params![id, now, text(metadata), graph_id],
+    )?;
+    Ok(n == 1)
+}
+
+fn thread(conn: &Connection, id: &str) -> rusqlite::Result<Option<Value>> {
+    conn.query_row(&format!("SELECT {THREAD_COLUMNS} FROM gw_threads WHERE thread_id = ?1"), [id], |r| thread_json(r))
+        .optional()
+}
+
+#[allow(clippy::option_option)]
+fn thread_graph(conn: &Connection, id: &str) -> rusqlite::Result<Option<Option<String>>> {
+    conn.query_row("SELECT graph_id FROM gw_threads WHERE thread_id = ?1", [id], |r| r.get(0)).optional()
+}
+
+fn set_thread_state(
+    conn: &Connection,
+    id: &str,
+    status: &str,
+    values: &Value,
+    interrupts: &Value,
+) -> rusqlite::Result<()> {
+    let now = time::now();
+    conn.execute(
+        "UPDATE gw_threads SET status = ?2, vals = ?3, interrupts = ?4, updated_at = ?5, state_updated_at = ?5
+         WHERE thread_id = ?1",
+        params![id, status, text(values), text(interrupts), now],
+    )?;
+    Ok(())
+}
+
+fn run_of(conn: &Connection, thread: &str, run: &str) -> rusqlite::Result<Option<Value>> {
+    conn.query_row(
+        &format!("SELECT {RUN_COLUMNS} FROM gw_runs WHERE run_id = ?1 AND thread_id = ?2"),
+        [run, thread],
+        |r| run_json(r),
+    )
+    .optional()
+}
+
+fn open_runs(conn: &Connection, thread: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT run_id FROM gw_runs WHERE thread_id = ?1 AND status IN ('pending', 'running') ORDER BY seq",
+    )?;
+    stmt.query_map([thread], |r| r.get(0))?.collect()
+}
+
+fn set_run_status(conn: &Connection, run: &str, status: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE gw_runs SET status = ?2, updated_at = ?3 WHERE run_id = ?1",
+        params![run, status, time::now()],
+    )?;
+    Ok(())
+}
+
+fn delete_run(conn: &Connection, thread: &str, run: &str) -> rusqlite::Result<bool> {
+    Ok(conn.execute("DELETE FROM gw_runs WHERE run_id = ?1 AND thread_id = ?2", [run, thread])? == 1)
+}

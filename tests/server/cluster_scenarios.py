@@ -1,0 +1,166 @@
+"""Two graphwright-server processes on one PostgreSQL database, driven by LangGraph's Python
+client (langgraph-sdk).
+
+Usage: python cluster_scenarios.py http://A http://B PID_OF_A
+
+A run accepted by one process is joined, streamed and cancelled through the other; runs on one
+thread queue across processes; and when process A is killed mid-run, B marks A's runs `error`,
+runs what B queued behind them, and leaves the thread free. The `slow` graph (served by
+tests/server_sdk.rs) counts `steps` ticks of `pause_ms` each.
+"""
+
+import asyncio
+import os
+import signal
+import sys
+import time
+
+from langgraph_sdk import get_client
+
+A = get_client(url=sys.argv[1], api_key=None)
+B = get_client(url=sys.argv[2], api_key=None)
+PID_A = int(sys.argv[3])
+SCENARIOS = []
+
+
+def scenario(fn):
+    SCENARIOS.append(fn)
+    return fn
+
+
+async def until(check, what, seconds=10.0):
+    """Polls `check` until it returns something true; fails saying `what` did not happen."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = await check()
+        if found:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {seconds} s")
+
+
+async def status_on(client, thread, run):
+    return (await client.runs.get(thread, run))["status"]
+
+
+async def status_is(client, thread, run, status):
+    return await status_on(client, thread["thread_id"], run["run_id"]) == status
+
+
+def slow(steps, pause_ms):
+    return {"steps": steps, "pause_ms": pause_ms}
+
+
+@scenario
+async def a_run_accepted_by_a_is_joined_through_b():
+    thread = await A.threads.create()
+    run = await A.runs.create(thread["thread_id"], "slow", input=slow(3, 100))
+    # Both see the same records.
+    assert (await B.threads.get(thread["thread_id"]))["thread_id"] == thread["thread_id"]
+    assert (await B.runs.get(thread["thread_id"], run["run_id"]))["run_id"] == run["run_id"]
+    result = await B.runs.join(thread["thread_id"], run["run_id"])
+    assert result["done"] == 3, result
+    assert await status_on(B, thread["thread_id"], run["run_id"]) == "success"
+    assert (await B.threads.get(thread["thread_id"]))["status"] == "idle"
+
+
+@scenario
+async def a_run_on_a_streams_live_through_b_with_the_same_events():
+    thread = await A.threads.create()
+    run = await A.runs.create(
+        thread["thread_id"], "slow", input=slow(5, 150), stream_mode=["values", "updates"], stream_resumable=True
+    )
+    seen_on_b = [(p.event, p.data) async for p in B.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1")]
+    values = [data for event, data in seen_on_b if event == "values"]
+    assert values and values[-1]["done"] == 5, seen_on_b
+    assert [data["done"] for data in values] == sorted(data["done"] for data in values), values
+    assert seen_on_b[0][0] == "metadata" and seen_on_b[0][1]["run_id"] == run["run_id"], seen_on_b[0]
+    # Replayed after the end through A (which executed it), the stream is the same.
+    seen_on_a = [(p.event, p.data) async for p in A.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1")]
+    assert seen_on_a == seen_on_b, (seen_on_a, seen_on_b)
+
+
+@scenario
+async def a_run_on_a_is_cancelled_through_b():
+    thread = await A.threads.create()
+    run = await A.runs.create(thread["thread_id"], "slow", input=slow(100, 100))
+    await until(lambda: done_at_least(thread, 1), "a step checkpointed")
+    await B.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
+    assert await status_on(A, thread["thread_id"], run["run_id"]) == "interrupted"
+    state = await A.threads.get_state(thread["thread_id"])
+    assert 0 < state["values"]["done"] < 100, state["values"]
+    assert (await B.threads.get(thread["thread_id"]))["status"] == "idle"
+
+
+@scenario
+async def runs_on_one_thread_queue_across_processes():
+    thread = await A.threads.create()
+    first = await A.runs.create(thread["thread_id"], "slow", input=slow(3, 150))
+    second = await B.runs.create(thread["thread_id"], "slow", input=slow(6, 50), multitask_strategy="enqueue")
+    assert await status_on(B, thread["thread_id"], second["run_id"]) == "pending"
+    result = await A.runs.join(thread["thread_id"], second["run_id"])
+    # The second continued where the first ended: one after the other, never both at once.
+    assert result["done"] == 6, result
+    for run in (first, second):
+        assert await status_on(A, thread["thread_id"], run["run_id"]) == "success"
+    history = await B.threads.get_history(thread["thread_id"], limit=100)
+    assert [s["values"]["done"] for s in reversed(history) if s["values"]][-1] == 6
+
+
+@scenario
+async def a_run_on_b_interrupts_a_run_on_a():
+    thread = await A.threads.create()
+    first = await A.runs.create(thread["thread_id"], "slow", input=slow(100, 100))
+    await until(lambda: status_is(A, thread, first, "running"), "the first run starting")
+    second = await B.runs.create(thread["thread_id"], "slow", input=slow(1, 10), multitask_strategy="interrupt")
+    await B.runs.join(thread["thread_id"], second["run_id"])
+    assert await status_on(B, thread["thread_id"], first["run_id"]) == "interrupted"
+    assert await status_on(B, thread["thread_id"], second["run_id"]) == "success"
+
+
+@scenario
+async def killing_a_mid_run_fails_its_runs_and_frees_the_thread():
+    thread = await A.threads.create()
+    running = await A.runs.create(thread["thread_id"], "slow", input=slow(1000, 50))
+    await until(lambda: status_is(B, thread, running, "running"), "the run starting")
+    await until(lambda: done_at_least(thread, 2), "two steps checkpointed")
+    queued_on_b = await B.runs.create(thread["thread_id"], "slow", input=slow(3, 10), multitask_strategy="enqueue")
+    queued_on_a = await A.runs.create(thread["thread_id"], "slow", input=slow(3, 10), multitask_strategy="enqueue")
+    os.kill(PID_A, signal.SIGKILL)
+    started = time.monotonic()
+    joined = await B.runs.join(thread["thread_id"], running["run_id"])
+    assert joined["__error__"]["error"] == "WorkerLostError", joined
+    assert time.monotonic() - started < 5, "the orphaned run was noticed late"
+    assert await status_on(B, thread["thread_id"], running["run_id"]) == "error"
+    # A's queued run died with A; B's queued run runs after the failed one, from its checkpoints.
+    await until(lambda: status_is(B, thread, queued_on_a, "error"), "A's queued run failing")
+    result = await B.runs.join(thread["thread_id"], queued_on_b["run_id"])
+    assert result.get("done", 0) >= 3 and "__error__" not in result, result
+    assert await status_on(B, thread["thread_id"], queued_on_b["run_id"]) == "success"
+    assert (await B.threads.get(thread["thread_id"]))["status"] == "idle"
+    # The thread takes new runs.
+    again = await B.runs.wait(thread["thread_id"], "slow", input=slow(1, 10))
+    assert "__error__" not in again, again
+
+
+async def done_at_least(thread, n):
+    state = await B.threads.get_state(thread["thread_id"])
+    return (state.get("values") or {}).get("done", 0) >= n
+
+
+async def main():
+    failed = []
+    for fn in SCENARIOS:
+        try:
+            await asyncio.wait_for(fn(), timeout=60)
+            print(f"ok   {fn.__name__}")
+        except Exception as error:  # every scenario runs, then all failures are reported
+            failed.append(fn.__name__)
+            print(f"FAIL {fn.__name__}: {type(error).__name__}: {error}")
+    if failed:
+        print(f"{len(failed)} scenarios failed: {', '.join(failed)}")
+        sys.exit(1)
+    print("all scenarios passed")
+
+
+asyncio.run(main())
