@@ -33,14 +33,22 @@ fn python() -> String {
 async fn everything(prefix: &str) -> McpClient {
     let script = prepared("GRAPHWRIGHT_TEST_MCP_EVERYTHING", "@modelcontextprotocol/server-everything");
     let mut command = tokio::process::Command::new("node");
-    command.arg(script).arg("stdio").stderr(std::process::Stdio::null());
-    McpClient::stdio(command).prefix(prefix).timeout(Duration::from_secs(30)).await.expect("server-everything starts")
+    command.arg(script).arg("stdio");
+    McpClient::stdio(command)
+        .prefix(prefix)
+        .stderr(std::process::Stdio::null())
+        .timeout(Duration::from_secs(30))
+        .await
+        .expect("server-everything starts")
 }
 
 async fn python_stdio(timeout: Duration) -> McpClient {
     let mut command = tokio::process::Command::new(python());
-    command.arg(PY_SERVER).arg("stdio").stderr(std::process::Stdio::null());
-    let connect = McpClient::stdio(command).timeout(timeout).connect_timeout(Duration::from_secs(30));
+    command.arg(PY_SERVER).arg("stdio");
+    let connect = McpClient::stdio(command)
+        .stderr(std::process::Stdio::null())
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(30));
     connect.await.expect("the Python stdio server starts")
 }
 

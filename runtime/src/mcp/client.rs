@@ -81,11 +81,13 @@ pub struct McpConnect {
     prefix: String,
     timeout: Duration,
     connect_timeout: Duration,
+    stderr: Option<std::process::Stdio>,
 }
 
 impl McpClient {
     /// A server run as a child process, spoken to over its stdin and stdout. Its stderr is
-    /// this process's. The process is killed when the connection is dropped.
+    /// this process's unless [`McpConnect::stderr`] says otherwise. The process is killed
+    /// when the connection is dropped.
     pub fn stdio(command: tokio::process::Command) -> McpConnect {
         McpConnect::new(Target::Stdio(command))
     }
@@ -215,7 +217,13 @@ impl fmt::Debug for McpClient {
 
 impl McpConnect {
     fn new(target: Target) -> Self {
-        Self { target, prefix: String::new(), timeout: DEFAULT_TIMEOUT, connect_timeout: DEFAULT_CONNECT_TIMEOUT }
+        Self {
+            target,
+            prefix: String::new(),
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            stderr: None,
+        }
     }
 
     /// Puts `prefix` before every tool name of the server (`"fs_"` makes `read_file`
@@ -241,15 +249,24 @@ impl McpConnect {
         self
     }
 
+    /// Where a stdio server's stderr goes (this process's stderr unless set; a setting made on
+    /// the command itself is replaced). `Stdio::null()` silences a chatty server.
+    pub fn stderr(mut self, stderr: impl Into<std::process::Stdio>) -> Self {
+        self.stderr = Some(stderr.into());
+        self
+    }
+
     /// Starts or reaches the server and runs the MCP handshake.
     pub async fn connect(self) -> Result<McpClient, McpError> {
-        let Self { target, prefix, timeout, connect_timeout } = self;
+        let Self { target, prefix, timeout, connect_timeout, stderr } = self;
         let (label, process_id, started) = match target {
             Target::Stdio(mut command) => {
                 let label = command.as_std().get_program().to_string_lossy().into_owned();
                 command.kill_on_drop(true);
-                let process = TokioChildProcess::new(command)
-                    .map_err(|source| McpError::Spawn { command: label.clone(), source })?;
+                let builder =
+                    TokioChildProcess::builder(command).stderr(stderr.unwrap_or_else(std::process::Stdio::inherit));
+                let (process, _) =
+                    builder.spawn().map_err(|source| McpError::Spawn { command: label.clone(), source })?;
                 let id = process.id();
                 let started: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(().serve(process));
                 (label, id, started)
@@ -298,6 +315,7 @@ impl fmt::Debug for McpConnect {
             .field("prefix", &self.prefix)
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("stderr", &self.stderr)
             .finish()
     }
 }
