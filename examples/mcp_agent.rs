@@ -22,17 +22,14 @@ fn today() -> &'static str {
 
 /// The command that starts server-everything over stdio.
 fn everything() -> tokio::process::Command {
-    let mut command = match std::env::var("GRAPHWRIGHT_MCP_EVERYTHING").ok().filter(|v| !v.is_empty()) {
-        Some(script) => {
-            let mut node = tokio::process::Command::new("node");
-            node.arg(script);
-            node
-        }
-        None => {
-            let mut npx = tokio::process::Command::new("npx");
-            npx.args(["-y", "@modelcontextprotocol/server-everything"]);
-            npx
-        }
+    let mut command = if let Some(script) = std::env::var("GRAPHWRIGHT_MCP_EVERYTHING").ok().filter(|v| !v.is_empty()) {
+        let mut node = tokio::process::Command::new("node");
+        node.arg(script);
+        node
+    } else {
+        let mut npx = tokio::process::Command::new("npx");
+        npx.args(["-y", "@modelcontextprotocol/server-everything"]);
+        npx
     };
     command.arg("stdio");
     command

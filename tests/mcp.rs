@@ -247,6 +247,18 @@ async fn a_server_that_exits_mid_call_is_an_error_and_is_reaped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_exits_mid_call_is_an_error() {
+    let server = python_http().await;
+    let client = McpClient::http(&server.url).timeout(Duration::from_secs(20)).await.unwrap();
+    let started = Instant::now();
+    let error = client.call("die", json!({})).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}: {error}", started.elapsed());
+    assert!(error.is_closed(), "{error}");
+    let after = client.call("add", json!({"a": 1, "b": 2})).await.unwrap_err();
+    assert!(after.is_closed(), "{after}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_answers_times_out() {
     let client = python_stdio(Duration::from_millis(800)).await;
     let started = Instant::now();
