@@ -73,6 +73,8 @@ mod field;
 pub mod graph;
 pub mod interrupt;
 pub mod log;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod message;
 pub mod model;
 pub mod node;

@@ -56,7 +56,7 @@ mod runtime;
 pub mod schema;
 mod set;
 pub(crate) mod support;
-mod validate;
+pub(crate) mod validate;
 
 pub use condition::{ToolRoute, tools_condition};
 pub use error::{ArgumentProblem, ToolError};
@@ -65,7 +65,7 @@ pub use node::ToolNode;
 pub use output::ToolOutput;
 pub use policy::{Redactor, ToolPolicy};
 pub use runtime::{Erased, Injectable, ToolEnv, ToolRuntime};
-pub use set::ToolSet;
+pub use set::{ToolNameTaken, ToolSet};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -6,8 +6,9 @@ use std::fmt;
 use std::sync::Arc;
 
 /// The tools a model is offered and a [`ToolNode`](super::ToolNode) runs, in the order they
-/// were added. Names are unique: adding a tool whose name is taken replaces the earlier one.
-/// Build it with [`tools!`](crate::tools).
+/// were added. Names are unique: [`insert`](Self::insert) replaces a tool whose name is taken
+/// (with a warning), [`try_insert`](Self::try_insert) and [`try_extend`](Self::try_extend) refuse
+/// it. Build it with [`tools!`](crate::tools).
 ///
 /// ```
 /// use graphwright::prelude::*;
@@ -59,6 +60,40 @@ impl ToolSet {
         }
     }
 
+    /// Adds a shared tool unless its name is taken.
+    ///
+    /// ```
+    /// use graphwright::prelude::*;
+    ///
+    /// /// Say hello.
+    /// #[tool]
+    /// fn hello() -> &'static str {
+    ///     "hello"
+    /// }
+    ///
+    /// let mut set = tools![Hello];
+    /// let error = set.try_insert(ToolSet::share(Hello)).unwrap_err();
+    /// assert_eq!(error.name, "hello");
+    /// assert_eq!(set.len(), 1);
+    /// ```
+    pub fn try_insert(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolNameTaken> {
+        self.try_extend([tool])
+    }
+
+    /// Adds every tool, or none: when a name is taken (by a tool of the set, or by an earlier
+    /// tool of `tools`) the set is left as it was.
+    pub fn try_extend(&mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Result<(), ToolNameTaken> {
+        let tools: Vec<_> = tools.into_iter().collect();
+        for (at, tool) in tools.iter().enumerate() {
+            let name = tool.name();
+            if self.get(name).is_some() || tools[..at].iter().any(|t| t.name() == name) {
+                return Err(ToolNameTaken { name: name.to_owned() });
+            }
+        }
+        self.tools.extend(tools);
+        Ok(())
+    }
+
     /// The tool called `name`.
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
@@ -100,6 +135,17 @@ impl ToolSet {
     pub fn anthropic_tools(&self) -> Vec<Value> {
         self.tools.iter().map(|t| schema::anthropic_tool(t.as_ref())).collect()
     }
+}
+
+/// A tool could not join a [`ToolSet`]: the set already has a tool of its name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the tool set already has a tool named `{name}`: rename one of them \
+     (tools from an MCP server take a prefix, e.g. `McpClient::stdio(..).prefix(\"fs_\")`)"
+)]
+pub struct ToolNameTaken {
+    /// The name both tools have.
+    pub name: String,
 }
 
 impl FromIterator<Arc<dyn Tool>> for ToolSet {
