@@ -7,7 +7,11 @@
 //! ```text
 //! cargo run --example serve                         # 127.0.0.1:2024, ./graphwright-serve.db
 //! cargo run --example serve -- 127.0.0.1:8123 other.db
+//! cargo run --features postgres --example serve -- 127.0.0.1:8123 postgres://user@db/agents
 //! ```
+//!
+//! With a PostgreSQL URL, start as many processes as you like on the same database: they share
+//! threads, runs and the store.
 //!
 //! Then, from Python (`pip install langgraph-sdk`):
 //!
@@ -93,17 +97,30 @@ pub mod refund {
     }
 }
 
+/// Several processes given the same URL share threads and runs (feature `postgres`).
+#[cfg(feature = "postgres")]
+#[allow(clippy::unnecessary_wraps)] // fails without the feature
+fn on_postgres(server: Server, url: &str) -> Result<Server, Box<dyn std::error::Error>> {
+    Ok(server.postgres(url))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn on_postgres(_server: Server, _url: &str) -> Result<Server, Box<dyn std::error::Error>> {
+    Err("a PostgreSQL database needs the `postgres` feature: cargo run -p graphwright-server --features postgres --example serve".into())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:2024".to_owned());
     let database = args.next().unwrap_or_else(|| "graphwright-serve.db".to_owned());
-    let bound = Server::new()
-        .graph("chat", chat::graph().compile()?)
-        .graph("refund", refund::graph().compile()?)
-        .sqlite(&database)
-        .bind(addr.as_str())
-        .await?;
+    let server = Server::new().graph("chat", chat::graph().compile()?).graph("refund", refund::graph().compile()?);
+    let server = if database.starts_with("postgres://") || database.starts_with("postgresql://") {
+        on_postgres(server, &database)?
+    } else {
+        server.sqlite(&database)
+    };
+    let bound = server.bind(addr.as_str()).await?;
     println!("serving graphs chat and refund on http://{} (threads in {database})", bound.local_addr()?);
     bound.run().await?;
     Ok(())

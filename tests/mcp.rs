@@ -346,3 +346,38 @@ async fn served_tools_answer_the_python_client() {
     client.close().await;
     server.shutdown().await.unwrap();
 }
+
+/// The `mcp_serve` example, which `cargo test` builds beside this test binary.
+fn mcp_serve_example() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/mcp-<hash> → target/<profile>/examples/mcp_serve
+    let dir = exe.parent().and_then(std::path::Path::parent).unwrap().join("examples");
+    let example = dir.join(format!("mcp_serve{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        example.exists(),
+        "{} is missing: build it with `cargo build --example mcp_serve --features mcp`",
+        example.display()
+    );
+    example
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_set_served_over_stdio_answers_our_client() {
+    let command = tokio::process::Command::new(mcp_serve_example());
+    let client = McpClient::stdio(command).stderr(std::process::Stdio::null()).prefix("local_").await.unwrap();
+    let pid = client.process_id().unwrap();
+    let tools = client.tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["local_word_count", "local_to_fahrenheit"]);
+    let count = tools.iter().find(|t| t.name() == "local_word_count").unwrap();
+    assert_eq!(count.description(), "Counts the words of a text.");
+    assert_eq!(count.parameters()["required"], json!(["text"]));
+    assert_eq!(client.call("word_count", json!({"text": "one two three"})).await.unwrap().into_content(), "3");
+    assert_eq!(client.call("to_fahrenheit", json!({"celsius": 100.0})).await.unwrap().into_content(), "212.0");
+    // Arguments the tool's schema refuses are an error result, not a crash of the server.
+    let refused = client.call("to_fahrenheit", json!({"celsius": "hot"})).await.unwrap_err();
+    assert!(matches!(refused, McpError::ToolFailed { .. }), "{refused}");
+    assert!(!client.is_closed());
+    client.close().await;
+    assert!(reaped(pid).await, "the served process {pid} was not reaped");
+}

@@ -45,6 +45,12 @@
 //! A browser pointed at the server's root gets a small chat page for trying a graph:
 //! `http://127.0.0.1:2024/?graph=echo&message=hi` opens it and sends a first message.
 //!
+//! Threads, runs and the store live in one SQLite file for one process
+//! ([`Server::sqlite`]), or with the `postgres` feature in a PostgreSQL database that several
+//! server processes share (`Server::postgres`): a run accepted by one can be joined, streamed and
+//! cancelled through another, and the runs of a process that dies are marked `error` by the
+//! others.
+//!
 //! What is served, and where it differs from LangGraph's server, is listed in the
 //! repository's README.
 

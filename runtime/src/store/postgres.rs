@@ -1,8 +1,8 @@
 //! The PostgreSQL store: long-term memory shared by many processes through one database.
 
 use super::{
-    Item, MAX_TIME_MS, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key,
-    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, time_of, ttl_millis, under,
+    Item, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth, check_key,
+    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of, ttl_millis, under,
 };
 use crate::checkpoint::postgres::{DbError, pool_for};
 use deadpool_postgres::{Object, Pool};
@@ -250,11 +250,6 @@ fn pg(operation: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
     move |e| StoreError::backend(operation.to_owned(), DbError::from(e))
 }
 
-/// A time in milliseconds as PostgreSQL holds it.
-fn ms_param(ms: u64) -> i64 {
-    i64::try_from(ms.min(MAX_TIME_MS)).unwrap_or(i64::MAX)
-}
-
 /// The bounds of the namespaces strictly under the stored prefix `prefix`: they start with
 /// prefix + U+001F, so they sort from that up to prefix + U+0020, the next code point (one byte
 /// each in UTF-8, and compared byte by byte under `COLLATE "C"`).
@@ -296,71 +291,11 @@ fn prefix_address(prefix: &[&str]) -> Result<String, StoreError> {
     Ok(encoded)
 }
 
-/// One row as stored, before it becomes an [`Item`].
-struct Stored {
-    namespace: String,
-    item: Item,
-    ttl_ms: Option<u64>,
-}
-
 /// Reads an item row, naming the column that does not hold what it should.
 fn item_row(row: &Row) -> Result<Stored, StoreError> {
-    let text = |index: usize| row.try_get::<_, Option<String>>(index);
-    let namespace = text(0).ok().flatten().unwrap_or_else(|| "<unreadable>".to_owned());
-    let key = text(1).ok().flatten().unwrap_or_else(|| "<unreadable>".to_owned());
-    let corrupt = |field: &str, reason: String| StoreError::Corrupt {
-        namespace: namespace.clone(),
-        key: key.clone(),
-        field: field.to_owned(),
-        reason,
-    };
-    let required_text = |index: usize, field: &str| -> Result<String, StoreError> {
-        match text(index) {
-            Ok(Some(text)) => Ok(text),
-            Ok(None) => Err(corrupt(field, "it is NULL".into())),
-            Err(e) => Err(corrupt(field, e.to_string())),
-        }
-    };
-    required_text(0, "namespace")?;
-    required_text(1, "key")?;
-    let Some(labels) = decode_namespace(&namespace) else {
-        return Err(corrupt("namespace", "it has an empty label".into()));
-    };
-    let value = match serde_json::from_str::<Value>(&required_text(2, "value")?) {
-        Ok(value) => value,
-        Err(e) => return Err(corrupt("value", format!("not JSON: {e}"))),
-    };
-    let time = |index: usize, field: &str| -> Result<Option<u64>, StoreError> {
-        match row.try_get::<_, Option<i64>>(index) {
-            Ok(None) => Ok(None),
-            Ok(Some(ms)) => match u64::try_from(ms) {
-                Ok(ms) if ms <= MAX_TIME_MS => Ok(Some(ms)),
-                _ => {
-                    Err(corrupt(field, format!("{ms} is not a time in milliseconds since 1970 before the year 10000")))
-                }
-            },
-            Err(e) => Err(corrupt(field, e.to_string())),
-        }
-    };
-    let required = |index: usize, field: &str| -> Result<u64, StoreError> {
-        time(index, field)?.ok_or_else(|| corrupt(field, "it is NULL".into()))
-    };
-    let created = required(3, "created_at_ms")?;
-    let updated = required(4, "updated_at_ms")?;
-    let expires = time(5, "expires_at_ms")?;
-    let ttl_ms = time(6, "ttl_ms")?;
-    Ok(Stored {
-        namespace,
-        item: Item {
-            namespace: labels,
-            key,
-            value,
-            created_at: time_of(created),
-            updated_at: time_of(updated),
-            expires_at: expires.map(time_of),
-        },
-        ttl_ms,
-    })
+    let text = |at: usize| row.try_get::<_, Option<String>>(at).map_err(|e| e.to_string());
+    let time = |at: usize| row.try_get::<_, Option<i64>>(at).map_err(|e| e.to_string());
+    RawItem { namespace: text(0), key: text(1), value: text(2), times: [time(3), time(4), time(5), time(6)] }.decode()
 }
 
 impl Store for PostgresStore {

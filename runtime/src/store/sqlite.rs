@@ -1,8 +1,8 @@
 //! The SQLite store: one file, its own tables, safe to share with `SqliteSaver`.
 
 use super::{
-    Item, MAX_TIME_MS, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key,
-    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, time_of, under,
+    Item, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth, check_key,
+    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of, under,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -149,11 +149,6 @@ fn sql(operation: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
     move |e| StoreError::backend(operation.to_owned(), e)
 }
 
-/// A time in milliseconds as SQLite holds it.
-fn ms_param(ms: u64) -> i64 {
-    i64::try_from(ms.min(MAX_TIME_MS)).unwrap_or(i64::MAX)
-}
-
 /// The `LIVE_UNDER_PREFIX` parameters ?2..?4 for the stored prefix `prefix`.
 fn prefix_params(prefix: &str) -> (Option<String>, String, String) {
     if prefix.is_empty() {
@@ -164,68 +159,11 @@ fn prefix_params(prefix: &str) -> (Option<String>, String, String) {
     (Some(prefix.to_owned()), format!("{prefix}{SEPARATOR}"), format!("{prefix}\u{20}"))
 }
 
-/// One row as stored, before it becomes an [`Item`].
-struct Stored {
-    namespace: String,
-    item: Item,
-    ttl_ms: Option<u64>,
-}
-
 /// Reads an item row, naming the column that does not hold what it should.
 fn item_row(row: &Row<'_>) -> Result<Stored, StoreError> {
-    let namespace: String = row.get(0).unwrap_or_else(|_| "<unreadable>".to_owned());
-    let key: String = row.get(1).unwrap_or_else(|_| "<unreadable>".to_owned());
-    let corrupt = |field: &str, reason: String| StoreError::Corrupt {
-        namespace: namespace.clone(),
-        key: key.clone(),
-        field: field.to_owned(),
-        reason,
-    };
-    if let Err(e) = row.get::<_, String>(0) {
-        return Err(corrupt("namespace", e.to_string()));
-    }
-    if let Err(e) = row.get::<_, String>(1) {
-        return Err(corrupt("key", e.to_string()));
-    }
-    let Some(labels) = decode_namespace(&namespace) else {
-        return Err(corrupt("namespace", "it has an empty label".into()));
-    };
-    let value = match row.get::<_, String>(2).map(|text| serde_json::from_str::<Value>(&text)) {
-        Ok(Ok(value)) => value,
-        Ok(Err(e)) => return Err(corrupt("value", format!("not JSON: {e}"))),
-        Err(e) => return Err(corrupt("value", e.to_string())),
-    };
-    let time = |index: usize, field: &str| -> Result<Option<u64>, StoreError> {
-        match row.get::<_, Option<i64>>(index) {
-            Ok(None) => Ok(None),
-            Ok(Some(ms)) => match u64::try_from(ms) {
-                Ok(ms) if ms <= MAX_TIME_MS => Ok(Some(ms)),
-                _ => {
-                    Err(corrupt(field, format!("{ms} is not a time in milliseconds since 1970 before the year 10000")))
-                }
-            },
-            Err(e) => Err(corrupt(field, e.to_string())),
-        }
-    };
-    let required = |index: usize, field: &str| -> Result<u64, StoreError> {
-        time(index, field)?.ok_or_else(|| corrupt(field, "it is NULL".into()))
-    };
-    let created = required(3, "created_at_ms")?;
-    let updated = required(4, "updated_at_ms")?;
-    let expires = time(5, "expires_at_ms")?;
-    let ttl_ms = time(6, "ttl_ms")?;
-    Ok(Stored {
-        namespace,
-        item: Item {
-            namespace: labels,
-            key,
-            value,
-            created_at: time_of(created),
-            updated_at: time_of(updated),
-            expires_at: expires.map(time_of),
-        },
-        ttl_ms,
-    })
+    let text = |at: usize| row.get::<_, Option<String>>(at).map_err(|e| e.to_string());
+    let time = |at: usize| row.get::<_, Option<i64>>(at).map_err(|e| e.to_string());
+    RawItem { namespace: text(0), key: text(1), value: text(2), times: [time(3), time(4), time(5), time(6)] }.decode()
 }
 
 /// Restarts the time to live of `stored` at `now`, in the row and in the item returned.
