@@ -367,7 +367,7 @@ async fn a_tool_set_served_over_stdio_answers_our_client() {
     let client = McpClient::stdio(command).stderr(std::process::Stdio::null()).prefix("local_").await.unwrap();
     let pid = client.process_id().unwrap();
     let tools = client.tools().await.unwrap();
-    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    let names: Vec<&str> = tools.iter().map(graphwright::Tool::name).collect();
     assert_eq!(names, ["local_word_count", "local_to_fahrenheit"]);
     let count = tools.iter().find(|t| t.name() == "local_word_count").unwrap();
     assert_eq!(count.description(), "Counts the words of a text.");

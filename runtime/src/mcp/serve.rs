@@ -199,6 +199,8 @@ impl ServerHandler for Served {
         let name = request.name.as_ref();
         let Some(tool) = self.tools.get(name) else {
             let known: Vec<_> = self.tools.names().collect();
+            // A name from a client is clipped: it may be anything, of any length.
+            let name = crate::tool::clip(name);
             let message = format!("there is no tool named `{name}`; the tools are: {}", known.join(", "));
             return Err(ErrorData::invalid_params(message, None));
         };

@@ -59,6 +59,8 @@ pub(crate) mod support;
 pub(crate) mod validate;
 
 pub use condition::{ToolRoute, tools_condition};
+#[cfg(feature = "mcp")]
+pub(crate) use error::clip;
 pub use error::{ArgumentProblem, ToolError};
 pub use event::{EventSink, ToolEvent, ToolWriter};
 pub use node::ToolNode;
