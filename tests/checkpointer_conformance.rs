@@ -225,6 +225,45 @@ mod work {
     }
 }
 
+/// A copy of a thread reads as the original did (history, pending writes of a failed step),
+/// continues on its own, and leaves the original as it was; damage in the original is an error
+/// that copies nothing, and a copy never lands on a thread that has checkpoints.
+async fn copy_thread_copies_history_and_pending_work(saver: Arc<dyn Checkpointer>, backend: &str) {
+    let app = work::graph().shared_checkpointer(Arc::clone(&saver)).compile().unwrap();
+    let original = format!("{backend}-copied");
+    FAIL_ONCE.lock().unwrap().push(original.clone());
+    let cfg = RunConfig::thread(original.clone());
+    app.invoke(work::State::default(), &cfg).await.unwrap_err();
+    let copy = format!("{backend}-copy");
+    let copied = saver.copy_thread(&original, &copy).await.unwrap();
+    assert_eq!(copied, saver.list(&original, &ListFilter::default()).await.unwrap().len());
+    let copy_cfg = RunConfig::thread(copy.clone());
+    let (before, after) =
+        (app.get_state(&cfg).await.unwrap().unwrap(), app.get_state(&copy_cfg).await.unwrap().unwrap());
+    assert_eq!((&after.next, &after.state.log), (&before.next, &before.state.log), "the copy reads as the original");
+    assert_eq!(after.checkpoint_id, before.checkpoint_id, "with the same checkpoint ids");
+    let history = |cfg: RunConfig| {
+        let app = &app;
+        async move { app.state_history(&cfg).await.unwrap().into_iter().map(|s| s.checkpoint_id).collect::<Vec<_>>() }
+    };
+    assert_eq!(history(copy_cfg.clone()).await, history(cfg.clone()).await);
+
+    let out = app.resume(&copy_cfg, ()).await.unwrap();
+    assert_eq!(out.state.log, ["fast", "slow"]);
+    assert_eq!(fast_runs(&copy), 0, "the finished sibling's write was copied: `fast` did not run again");
+    let original_now = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(original_now.next, ["slow"], "the original is left as it was");
+
+    let taken = saver.copy_thread(&original, &copy).await.unwrap_err();
+    assert!(taken.to_string().contains("already has checkpoints"), "{taken}");
+
+    let damaged = claim(&*saver, "damaged").await;
+    saver.put(&damaged, record("damaged", "d1", None, -1, Source::Input), None, vec![]).await.unwrap();
+    let error = saver.copy_thread("damaged", "damaged-copy").await.unwrap_err();
+    assert!(matches!(&error, CheckpointError::Corrupt { field, .. } if field == "body"), "{error}");
+    assert!(saver.get("damaged-copy", None).await.unwrap().is_none(), "nothing of a damaged thread is copied");
+}
+
 async fn runs_on_a_thread(saver: Arc<dyn Checkpointer>, backend: &str) {
     for (durability, checkpoints) in [(Durability::Sync, 5), (Durability::Async, 5), (Durability::Exit, 1)] {
         let app = work::graph().shared_checkpointer(Arc::clone(&saver)).compile().unwrap();
@@ -306,6 +345,12 @@ macro_rules! conformance {
             async fn claims_exclude_and_fence() {
                 let (saver, _keep) = $make;
                 super::claims_exclude_and_fence(&*saver).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn copy_thread_copies_history_and_pending_work() {
+                let (saver, _keep) = $make;
+                super::copy_thread_copies_history_and_pending_work(saver, stringify!($backend)).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

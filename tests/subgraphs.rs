@@ -146,6 +146,35 @@ async fn an_interrupt_two_levels_down_pauses_the_run_and_resume_continues_there(
     assert_eq!(again.state.log, ["intake", "research", "publish"]);
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn a_copied_thread_resumes_inside_its_copied_subgraphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let saver: std::sync::Arc<dyn graphwright::Checkpointer> =
+        std::sync::Arc::new(SqliteSaver::open(dir.path().join("desk.db")).unwrap());
+    let app = desk::graph().shared_checkpointer(std::sync::Arc::clone(&saver)).compile().unwrap();
+    let (original, copy) = (RunConfig::thread("story-a"), RunConfig::thread("story-b"));
+    app.invoke(desk::StateUpdate::new().topic("reefs".to_owned()), &original).await.unwrap();
+    let keys = saver.thread_keys("story-a").await.unwrap();
+    assert_eq!(keys.len(), 3, "the thread and its two nested subgraphs: {keys:?}");
+
+    saver.copy_thread("story-a", "story-b").await.unwrap();
+    let mut copied = saver.thread_keys("story-b").await.unwrap();
+    let mut expected: Vec<String> = keys.iter().map(|k| k.replacen("story-a", "story-b", 1)).collect();
+    copied.sort();
+    expected.sort();
+    assert_eq!(copied, expected, "every subgraph key is copied under the new thread");
+    let nested = app.get_state_with_subgraphs(&copy).await.unwrap().unwrap();
+    let review =
+        nested.tasks[0].subgraph.as_deref().and_then(|r| r.tasks[0].subgraph.as_deref()).expect("nested state");
+    assert_eq!(review.next, ["ask"], "the copy is paused where the original is, two levels down");
+
+    let done = app.resume(&copy, true).await.unwrap();
+    assert_eq!(done.state.report, "facts about reefs; reviewed (approved)");
+    assert_eq!(gathered("reefs"), 1, "the copied subgraph's finished node did not run again");
+    let still = app.get_state(&original).await.unwrap().unwrap();
+    assert_eq!(still.next, ["research"], "the original still waits for its answer");
+}
+
 #[graph(state = super::research::State)]
 mod twice {
     use super::research::{State, StateUpdate};

@@ -115,6 +115,26 @@ async def threads_lifecycle():
 
 
 @scenario
+async def thread_copy():
+    thread = await client.threads.create(metadata={"user": "bo"})
+    tid = thread["thread_id"]
+    await client.runs.wait(tid, "chat", input={"messages": [{"type": "human", "content": "hello"}]})
+    copy = await client.threads.copy(tid)
+    cid = copy["thread_id"]
+    assert cid != tid and copy["metadata"]["user"] == "bo" and copy["status"] == "idle", copy
+    original, copied = await client.threads.get_state(tid), await client.threads.get_state(cid)
+    assert copied["values"] == original["values"], (copied, original)
+    assert copied["checkpoint"]["checkpoint_id"] == original["checkpoint"]["checkpoint_id"]
+    assert len(await client.threads.get_history(cid)) == len(await client.threads.get_history(tid))
+    assert copy["values"] == original["values"]
+    # The two go their own ways.
+    await client.runs.wait(cid, "chat", input={"messages": [{"type": "human", "content": "again"}]})
+    assert len((await client.threads.get_state(cid))["values"]["messages"]) == 4
+    assert len((await client.threads.get_state(tid))["values"]["messages"]) == 2
+    await refused(client.threads.copy(str(uuid.uuid4())), NotFoundError, "an unknown thread was copied")
+
+
+@scenario
 async def stream_values_updates_messages_custom():
     thread = await client.threads.create()
     parts = await collect(client.runs.stream(

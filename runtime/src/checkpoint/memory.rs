@@ -249,6 +249,18 @@ impl Checkpointer for MemorySaver {
         async move { result }.boxed()
     }
 
+    fn thread_keys<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Vec<String>, CheckpointError>> {
+        let nested = format!("{thread}{}", super::NAMESPACE_SEPARATOR);
+        let keys = self.threads().map(|threads| {
+            threads
+                .iter()
+                .filter(|(key, found)| (*key == thread || key.starts_with(&nested)) && !found.checkpoints.is_empty())
+                .map(|(key, _)| key.clone())
+                .collect()
+        });
+        async move { keys }.boxed()
+    }
+
     fn delete_after<'a>(
         &'a self,
         thread: &'a str,

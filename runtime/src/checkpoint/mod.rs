@@ -269,6 +269,76 @@ pub trait Checkpointer: Send + Sync + 'static {
         })
     }
 
+    /// The keys `thread`'s checkpoints are stored under: the thread's own (when it has any) and
+    /// those of the subgraphs its runs ran (the thread id, [`NAMESPACE_SEPARATOR`], then the
+    /// subgraph's namespace), in no particular order.
+    ///
+    /// The default returns the thread's own key when it has a checkpoint: a backend that
+    /// stores subgraphs' checkpoints should list their keys too, or
+    /// [`copy_thread`](Self::copy_thread) leaves them behind.
+    fn thread_keys<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Vec<String>, CheckpointError>> {
+        Box::pin(async move { Ok(self.get(thread, None).await?.map(|_| vec![thread.to_owned()]).unwrap_or_default()) })
+    }
+
+    /// Copies every checkpoint and write of thread `from`, subgraphs' included, to the new
+    /// thread `to`, which must have none: the copy reads as `from` did, with the same
+    /// checkpoint ids and history, and the two go their own ways afterwards. Each record's
+    /// integrity check is verified and made again for its new thread, so damage in `from` is
+    /// [`CheckpointError::Corrupt`] and nothing of it is copied. Returns how many checkpoints
+    /// were copied.
+    ///
+    /// `to` is claimed while it is written, so no run uses it half-copied. The default is built
+    /// on the other methods; backends may do it in one transaction.
+    fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<usize, CheckpointError>> {
+        Box::pin(async move {
+            if self.get(to, None).await?.is_some() {
+                return Err(CheckpointError::backend(
+                    format!("copied thread `{from}` to `{to}`"),
+                    format!("thread `{to}` already has checkpoints: copy to a new thread id"),
+                ));
+            }
+            // Everything is read and checked before anything is written: per key (the thread's,
+            // then its subgraphs'), its records oldest first, each with its writes.
+            let mut copies = Vec::new();
+            for key in self.thread_keys(from).await? {
+                let target = format!("{to}{}", &key[from.len()..]);
+                let mut records = self.list(&key, &ListFilter::default()).await?;
+                records.reverse();
+                let mut moved = Vec::with_capacity(records.len());
+                // The checks each checkpoint's writes were given: a child checkpoint lists the
+                // writes of its parent it folded in by their checks.
+                let mut renewed = std::collections::HashMap::new();
+                for record in records {
+                    let (writes, checks) =
+                        crate::pregel::record::moved_writes(self.writes(&key, &record.id).await?, &target)?;
+                    let parent = record.parent_id.as_ref().and_then(|p| renewed.get(p));
+                    let id = record.id.clone();
+                    moved.push((crate::pregel::record::moved_checkpoint(record, &target, parent)?, writes));
+                    renewed.insert(id, checks);
+                }
+                copies.push((target, moved));
+            }
+            let mut copied = 0;
+            // Each key is written under a claim of its own, as a run of it would be.
+            for (target, records) in copies {
+                let claim = self.claim(&target).await?;
+                let mut head = None;
+                let mut result = Ok(());
+                for (record, writes) in records {
+                    let id = record.id.clone();
+                    if let Err(error) = self.put(&claim, record, head.replace(id), writes).await {
+                        result = Err(error);
+                        break;
+                    }
+                    copied += 1;
+                }
+                self.release(&claim).await?;
+                result?;
+            }
+            Ok(copied)
+        })
+    }
+
     /// Whether a put completes in this process's memory, without I/O. Under
     /// [`Durability::Async`](crate::Durability::Async) such a store is written in line: a
     /// background writer would only add a hand-off, with no I/O to overlap, and the run is never

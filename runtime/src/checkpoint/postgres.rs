@@ -667,6 +667,23 @@ impl Checkpointer for PostgresSaver {
         .boxed()
     }
 
+    fn thread_keys<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Vec<String>, CheckpointError>> {
+        async move {
+            let nested = format!("{thread}{}", super::NAMESPACE_SEPARATOR);
+            let op = &format!("listed the keys of thread `{thread}`");
+            let client = self.client(op).await?;
+            let rows = client
+                .query(
+                    "SELECT DISTINCT thread_id FROM graphwright_checkpoints WHERE thread_id = $1 OR left(thread_id, length($2)) = $2",
+                    &[&thread, &nested],
+                )
+                .await
+                .map_err(pg(op))?;
+            rows.iter().map(|r| r.try_get(0).map_err(pg(op))).collect()
+        }
+        .boxed()
+    }
+
     fn delete_after<'a>(
         &'a self,
         thread: &'a str,

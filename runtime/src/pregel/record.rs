@@ -189,6 +189,152 @@ pub(crate) fn seal_checkpoint(mut record: CheckpointRecord, payload: Vec<u8>) ->
     record
 }
 
+/// The integrity checks a move gave the writes of one checkpoint: `(task, index)` → the old
+/// check and the new one.
+pub(crate) type Renewed = std::collections::HashMap<(u32, u32), (u32, u32)>;
+
+/// `record` as a record of thread key `thread`: its integrity check verified under the key it
+/// was stored under, then made again under the new one (the check covers the thread). Its body
+/// lists the parent checkpoint's writes it folds in by their checks: `parent` renews them.
+pub(crate) fn moved_checkpoint(
+    mut record: CheckpointRecord,
+    thread: &str,
+    parent: Option<&Renewed>,
+) -> Result<CheckpointRecord, CheckpointError> {
+    let at = At { thread: &record.thread_id, checkpoint: &record.id };
+    let payload = checksum::open(&record.body, |p| key_of(&record).check(p)).map_err(|e| at.corrupt("body", e))?;
+    let payload = match parent {
+        Some(renewed) => renew_folded(payload, &at, renewed)?,
+        None => payload.to_vec(),
+    };
+    thread.clone_into(&mut record.thread_id);
+    let check = key_of(&record).check(&payload);
+    record.body = checksum::seal(payload, check);
+    Ok(record)
+}
+
+/// A checkpoint payload whose list of folded writes names their renewed checks; the fields
+/// before it are skipped as stored, the state after it kept byte for byte.
+fn renew_folded(payload: &[u8], at: &At<'_>, renewed: &Renewed) -> Result<Vec<u8>, CheckpointError> {
+    let mut input = In::new(payload);
+    let fail = |e: DecodeError| at.decoding("", e);
+    for i in 0..input.array("next").map_err(fail)? {
+        if input.is_text() {
+            input.text("next").map_err(fail)?;
+        } else {
+            if input.array("next").map_err(fail)? != 2 {
+                return Err(at.corrupt(format!("next[{i}]"), "a task is a node name, or a node name and a payload"));
+            }
+            input.text("next").map_err(fail)?;
+            input.blob("next").map_err(fail)?;
+        }
+    }
+    input.flag("input_pending").map_err(fail)?;
+    for _ in 0..input.array("deferred").map_err(fail)? {
+        input.text("deferred").map_err(fail)?;
+    }
+    for _ in 0..input.array("joins").map_err(fail)? {
+        for _ in 0..input.array("joins").map_err(fail)? {
+            input.flag("joins").map_err(fail)?;
+        }
+    }
+    let prefix = payload.len() - input.remaining();
+    let mut out = Out::with_capacity(payload.len());
+    out.bytes.extend_from_slice(&payload[..prefix]);
+    let count = input.array("folded").map_err(fail)?;
+    out.array(count);
+    for _ in 0..count {
+        if input.array("folded").map_err(fail)? != 3 {
+            return Err(at.corrupt("folded", "an entry that is not (task, index, check)"));
+        }
+        let (task, index) = (input.u32("folded").map_err(fail)?, input.u32("folded").map_err(fail)?);
+        let check = renew(renewed, task, index, input.u32("folded").map_err(fail)?);
+        out.array(3);
+        out.uint(u64::from(task));
+        out.uint(u64::from(index));
+        out.uint(u64::from(check));
+    }
+    out.bytes.extend_from_slice(input.rest());
+    Ok(out.bytes)
+}
+
+/// The renewed check of write `task`.`index`, if `check` is the one it had; otherwise `check`
+/// as it was, so the copy reports that damage as the original does.
+fn renew(renewed: &Renewed, task: u32, index: u32, check: u32) -> u32 {
+    match renewed.get(&(task, index)) {
+        Some(&(old, new)) if old == check => new,
+        _ => check,
+    }
+}
+
+/// The writes of one checkpoint as writes of thread key `thread`, each check verified and made
+/// again; an outcome record lists the writes of its step by their checks, so it is rewritten
+/// to list the new ones.
+pub(crate) fn moved_writes(
+    writes: Vec<WriteRecord>,
+    thread: &str,
+) -> Result<(Vec<WriteRecord>, Renewed), CheckpointError> {
+    let mut renewed = Renewed::new();
+    let mut moved = Vec::with_capacity(writes.len());
+    let mut outcomes = Vec::new();
+    for write in writes {
+        if write.task == OUTCOME_TASK {
+            outcomes.push(write);
+            continue;
+        }
+        let old = check_of(&write.body);
+        let write = moved_write(write, thread, None)?;
+        renewed.insert((write.task, write.index), (old, check_of(&write.body)));
+        moved.push(write);
+    }
+    for write in outcomes {
+        moved.push(moved_write(write, thread, Some(&renewed))?);
+    }
+    Ok((moved, renewed))
+}
+
+/// One write moved to `thread`; an outcome's list of checks renewed from `renewed`
+/// (`(task, index)` → old and new check).
+fn moved_write(
+    mut record: WriteRecord,
+    thread: &str,
+    renewed: Option<&Renewed>,
+) -> Result<WriteRecord, CheckpointError> {
+    let key = |record: &WriteRecord, thread: &str, payload: &[u8]| {
+        WriteKey {
+            thread,
+            checkpoint: &record.checkpoint_id,
+            task: record.task,
+            index: record.index,
+            format: record.format,
+        }
+        .check(payload)
+    };
+    let at = At { thread: &record.thread_id, checkpoint: &record.checkpoint_id };
+    let slot = format!("writes[{}.{}]", record.task, record.index);
+    let payload =
+        checksum::open(&record.body, |p| key(&record, &record.thread_id, p)).map_err(|e| at.corrupt(&slot, e))?;
+    let payload = match renewed {
+        None => payload.to_vec(),
+        Some(renewed) => {
+            let place = Place { at: &at, slot: &slot, task: record.task, index: record.index };
+            let mut input = In::new(payload);
+            if input.uint("kind").map_err(|e| place.fail(e))? != kind::OUTCOME {
+                return Err(place.wrong("a write that is not an outcome"));
+            }
+            let mut outcome = decode_outcome(&place, input)?;
+            for listed in &mut outcome.writes {
+                listed.check = renew(renewed, listed.task, listed.index, listed.check);
+            }
+            encode_outcome(&outcome)
+        }
+    };
+    let check = key(&record, thread, &payload);
+    thread.clone_into(&mut record.thread_id);
+    record.body = checksum::seal(payload, check);
+    Ok(record)
+}
+
 fn key_of(record: &CheckpointRecord) -> CheckpointKey<'_> {
     CheckpointKey {
         thread: &record.thread_id,

@@ -32,6 +32,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/threads/search", post(threads::search))
         .route("/threads/count", post(threads::count))
         .route("/threads/{id}", get(threads::get).patch(threads::update).delete(threads::delete))
+        .route("/threads/{id}/copy", post(threads::copy))
         .route("/threads/{id}/state", get(threads::state).post(threads::update_state))
         .route("/threads/{id}/state/checkpoint", post(threads::state_at_body))
         .route("/threads/{id}/state/{checkpoint_id}", get(threads::state_at))

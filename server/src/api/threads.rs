@@ -117,6 +117,22 @@ pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) 
     Ok(no_content())
 }
 
+/// Copies a thread: its checkpoints (subgraphs' included) under a new id, with its metadata.
+pub(super) async fn copy(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let source = thread(&app, &id).await?;
+    if source["status"] == "busy" {
+        return Err(ApiError::Conflict(format!("Thread {id} has a run in progress: copy it once its runs have ended")));
+    }
+    let graph_id = app.meta.thread_graph(&id).await?.flatten();
+    let copy = uuid::Uuid::new_v4().to_string();
+    app.saver.copy_thread(&id, &copy).await.map_err(|e| ApiError::Storage(e.to_string()))?;
+    let (created, _) = app.meta.create_thread(&copy, source["metadata"].clone(), graph_id.clone(), true).await?;
+    match graph_id.as_deref().and_then(|g| app.graphs.get(g)) {
+        Some(graph) => Ok(json(&refresh(&app, graph, &copy).await?)),
+        None => Ok(json(&created.unwrap_or(Value::Null))),
+    }
+}
+
 fn matches(thread: &Value, search: &Map<String, Value>) -> bool {
     let metadata = search.get("metadata").and_then(Value::as_object);
     let values = search.get("values").and_then(Value::as_object);

@@ -517,6 +517,21 @@ impl Checkpointer for SqliteSaver {
         })
     }
 
+    fn thread_keys<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Vec<String>, CheckpointError>> {
+        let thread = thread.to_owned();
+        let nested = format!("{thread}{}", super::NAMESPACE_SEPARATOR);
+        let operation = format!("listed the keys of thread `{thread}`");
+        self.call(operation.clone(), move |c| {
+            let mut select = c
+                .prepare_cached(
+                    "SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id = ?1 OR substr(thread_id, 1, length(?2)) = ?2",
+                )
+                .map_err(sql(&operation))?;
+            let keys = select.query_map([&thread, &nested], |r| r.get(0)).map_err(sql(&operation))?;
+            keys.collect::<rusqlite::Result<Vec<String>>>().map_err(sql(&operation))
+        })
+    }
+
     fn delete_after<'a>(
         &'a self,
         thread: &'a str,

@@ -142,6 +142,11 @@ impl<'a> In<'a> {
         Ok(blob)
     }
 
+    /// How many bytes are left to read.
+    pub(crate) fn remaining(&self) -> usize {
+        self.rest.len()
+    }
+
     /// What is left: the typed value at the end of a record.
     pub(crate) fn rest(self) -> &'a [u8] {
         self.rest
