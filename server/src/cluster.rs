@@ -235,27 +235,32 @@ impl Cluster {
         let names: Vec<&str> = batch.iter().map(|f| f.name.as_str()).collect();
         let data: Vec<&str> = batch.iter().map(|f| f.data.as_str()).collect();
         let client = self.meta.client().await?;
+        // One round trip: the insert, then the notification (sent when it commits).
         client
             .execute(
-                "INSERT INTO gw_run_events (run_id, seq, name, data)
-                 SELECT $1, s, n, d FROM unnest($2::integer[], $3::text[], $4::text[]) AS e (s, n, d)
-                 ON CONFLICT DO NOTHING",
-                &[&run, &seqs, &names, &data],
+                "WITH inserted AS (
+                     INSERT INTO gw_run_events (run_id, seq, name, data)
+                     SELECT $1, s, n, d FROM unnest($2::integer[], $3::text[], $4::text[]) AS e (s, n, d)
+                     ON CONFLICT DO NOTHING RETURNING 1)
+                 SELECT pg_notify($5, 'events ' || $1) FROM (SELECT count(*) FROM inserted) AS done",
+                &[&run, &seqs, &names, &data, &CHANNEL],
             )
             .await?;
-        client.execute("SELECT pg_notify($1, 'events ' || $2)", &[&CHANNEL, &run]).await?;
         Ok(())
     }
 
     async fn write_outcome(&self, run: &str, outcome: &Outcome) -> Result<(), ApiError> {
         let client = self.meta.client().await?;
+        // The outcome an orphan sweep already gave the run stays: its followers were told it.
         client
             .execute(
-                "UPDATE gw_runs SET outcome = $2, ended_at_ms = $3 WHERE run_id = $1",
-                &[&run, &encode(outcome), &now_ms()],
+                "WITH written AS (
+                     UPDATE gw_runs SET outcome = COALESCE(outcome, $2), ended_at_ms = COALESCE(ended_at_ms, $3)
+                     WHERE run_id = $1 RETURNING 1)
+                 SELECT pg_notify($4, 'events ' || $1) FROM (SELECT count(*) FROM written) AS done",
+                &[&run, &encode(outcome), &now_ms(), &CHANNEL],
             )
             .await?;
-        client.execute("SELECT pg_notify($1, 'events ' || $2)", &[&CHANNEL, &run]).await?;
         Ok(())
     }
 

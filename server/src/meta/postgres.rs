@@ -343,7 +343,9 @@ impl PgMeta {
         match end.run_status {
             Some(status) => {
                 tx.execute(
-                    "UPDATE gw_runs SET status = $2, updated_at = $3 WHERE run_id = $1",
+                    // A run another process already failed as orphaned stays failed: its
+                    // followers were told so.
+                    "UPDATE gw_runs SET status = $2, updated_at = $3 WHERE run_id = $1 AND status IN ('pending', 'running')",
                     &[&end.run_id, &status, &time::now()],
                 )
                 .await?;
