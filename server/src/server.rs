@@ -191,13 +191,7 @@ impl Server {
             }
             #[cfg(feature = "postgres")]
             Database::Postgres(url) => {
-                use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{Config, NoTls};
-                use graphwright::checkpoint::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-                let config: Config =
-                    url.parse().map_err(|e| fail(format!("the connection string is not valid: {e}")))?;
-                let manager =
-                    Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-                let pool = Pool::builder(manager).build().map_err(|e| fail(e.to_string()))?;
+                let pool = graphwright::checkpoint::postgres_pool(url).map_err(|e| fail(e.to_string()))?;
                 let saver =
                     graphwright::PostgresSaver::from_pool(pool.clone()).await.map_err(|e| fail(e.to_string()))?;
                 let store = graphwright::store::PostgresStore::from_pool(

@@ -11,6 +11,7 @@
 //! record carries [`FORMAT_VERSION`]; a record that does not decode is a [`CheckpointError`]
 //! naming the thread, checkpoint and field, never a default value.
 
+mod copy;
 mod error;
 pub(crate) mod id;
 mod memory;
@@ -28,7 +29,7 @@ pub use error::CheckpointError;
 pub use id::new_checkpoint_id;
 pub use memory::MemorySaver;
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresSaver;
+pub use postgres::{PostgresSaver, postgres_pool};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSaver;
 
@@ -290,53 +291,7 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// `to` is claimed while it is written, so no run uses it half-copied. The default is built
     /// on the other methods; backends may do it in one transaction.
     fn copy_thread<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<usize, CheckpointError>> {
-        Box::pin(async move {
-            if self.get(to, None).await?.is_some() {
-                return Err(CheckpointError::backend(
-                    format!("copied thread `{from}` to `{to}`"),
-                    format!("thread `{to}` already has checkpoints: copy to a new thread id"),
-                ));
-            }
-            // Everything is read and checked before anything is written: per key (the thread's,
-            // then its subgraphs'), its records oldest first, each with its writes.
-            let mut copies = Vec::new();
-            for key in self.thread_keys(from).await? {
-                let target = format!("{to}{}", &key[from.len()..]);
-                let mut records = self.list(&key, &ListFilter::default()).await?;
-                records.reverse();
-                let mut moved = Vec::with_capacity(records.len());
-                // The checks each checkpoint's writes were given: a child checkpoint lists the
-                // writes of its parent it folded in by their checks.
-                let mut renewed = std::collections::HashMap::new();
-                for record in records {
-                    let (writes, checks) =
-                        crate::pregel::record::moved_writes(self.writes(&key, &record.id).await?, &target)?;
-                    let parent = record.parent_id.as_ref().and_then(|p| renewed.get(p));
-                    let id = record.id.clone();
-                    moved.push((crate::pregel::record::moved_checkpoint(record, &target, parent)?, writes));
-                    renewed.insert(id, checks);
-                }
-                copies.push((target, moved));
-            }
-            let mut copied = 0;
-            // Each key is written under a claim of its own, as a run of it would be.
-            for (target, records) in copies {
-                let claim = self.claim(&target).await?;
-                let mut head = None;
-                let mut result = Ok(());
-                for (record, writes) in records {
-                    let id = record.id.clone();
-                    if let Err(error) = self.put(&claim, record, head.replace(id), writes).await {
-                        result = Err(error);
-                        break;
-                    }
-                    copied += 1;
-                }
-                self.release(&claim).await?;
-                result?;
-            }
-            Ok(copied)
-        })
+        Box::pin(copy::copy_thread(self, from, to))
     }
 
     /// Whether a put completes in this process's memory, without I/O. Under

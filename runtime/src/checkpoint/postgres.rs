@@ -151,7 +151,7 @@ impl PostgresSaver {
     /// without TLS, with a pool of the default size, and brings its schema up to date.
     /// For TLS or other pool settings, build the pool and call [`PostgresSaver::from_pool`].
     pub async fn connect(url: &str) -> Result<Self, CheckpointError> {
-        let pool = pool_for(url).map_err(|(step, e)| CheckpointError::backend(step, e))?;
+        let pool = postgres_pool(url)?;
         Self::from_pool(pool).await
     }
 
@@ -281,6 +281,26 @@ pub(crate) fn pool_for(url: &str) -> Result<Pool, (&'static str, BoxError)> {
         url.parse().map_err(|e| ("parsed the PostgreSQL connection string", BoxError::from(e)))?;
     let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     Pool::builder(manager).build().map_err(|e| ("built the PostgreSQL connection pool", BoxError::from(e)))
+}
+
+/// A pool of connections to the PostgreSQL database at `url` (`postgres://user@host:port/db`),
+/// without TLS and of the default size, for one pool shared by a [`PostgresSaver`], a
+/// [`PostgresStore`](crate::store::PostgresStore) (both take it in `from_pool`) and an
+/// application's own queries. No connection is made until one is needed. The error names the
+/// step that failed, never the URL, which may hold a password.
+///
+/// ```no_run
+/// use graphwright::checkpoint::{PostgresSaver, postgres_pool};
+/// use graphwright::store::{PostgresStore, StoreOptions};
+///
+/// # async fn open() -> Result<(), Box<dyn std::error::Error>> {
+/// let pool = postgres_pool("postgres://agents@127.0.0.1:5432/agents")?;
+/// let saver = PostgresSaver::from_pool(pool.clone()).await?;
+/// let store = PostgresStore::from_pool(pool, StoreOptions::default()).await?;
+/// # let _ = (saver, store); Ok(()) }
+/// ```
+pub fn postgres_pool(url: &str) -> Result<Pool, CheckpointError> {
+    pool_for(url).map_err(|(step, e)| CheckpointError::backend(step, e))
 }
 
 fn pg(operation: &str) -> impl Fn(tokio_postgres::Error) -> CheckpointError + '_ {

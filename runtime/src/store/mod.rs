@@ -420,6 +420,37 @@ pub(crate) fn ms_param(ms: u64) -> i64 {
     i64::try_from(ms.min(MAX_TIME_MS)).unwrap_or(i64::MAX)
 }
 
+/// A search's page, gathered from live items in key order: those the filter matches, after
+/// skipping the query's offset, at most its limit.
+pub(crate) struct Page<'q> {
+    query: &'q SearchQuery,
+    skipped: usize,
+    pub(crate) found: Vec<Stored>,
+}
+
+impl<'q> Page<'q> {
+    pub(crate) fn new(query: &'q SearchQuery) -> Self {
+        Self { query, skipped: 0, found: Vec::new() }
+    }
+
+    /// Whether the page holds as many items as the query asks for.
+    pub(crate) fn full(&self) -> bool {
+        self.query.limit.is_some_and(|limit| self.found.len() >= limit)
+    }
+
+    /// Takes `stored` into the page if the filter matches it and the offset is used up.
+    pub(crate) fn offer(&mut self, stored: Stored) {
+        if !self.query.filter.matches(&stored.item.value) {
+            return;
+        }
+        if self.skipped < self.query.offset {
+            self.skipped += 1;
+            return;
+        }
+        self.found.push(stored);
+    }
+}
+
 /// One row as stored, before it becomes an [`Item`].
 pub(crate) struct Stored {
     pub(crate) namespace: String,

@@ -1,8 +1,9 @@
 //! The PostgreSQL store: long-term memory shared by many processes through one database.
 
 use super::{
-    Item, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth, check_key,
-    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of, ttl_millis, under,
+    Item, Page, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth,
+    check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of,
+    ttl_millis, under,
 };
 use crate::checkpoint::postgres::{DbError, pool_for};
 use deadpool_postgres::{Object, Pool};
@@ -382,7 +383,6 @@ impl Store for PostgresStore {
             let prefix_encoded = prefix_address(prefix)?;
             let op = &format!("searched namespace prefix {prefix:?}");
             let now = self.options.now_ms();
-            let limit = query.limit.unwrap_or(usize::MAX);
             // Without a filter, the first offset + limit rows are all that is read; with one,
             // rows are read until enough have matched.
             let rows_needed =
@@ -400,27 +400,20 @@ impl Store for PostgresStore {
             };
             let client = self.client(op).await?;
             let statement = client.prepare_cached(&sql).await.map_err(pg(op))?;
-            let mut found = Vec::new();
+            let mut page = Page::new(&query);
             {
                 // Dropped before the refresh below: rows left unread in a stream still alive
                 // would hold up every later reply on this connection, the refresh's included.
                 let rows = client.query_raw(&statement, params).await.map_err(pg(op))?;
                 let mut rows = std::pin::pin!(rows);
-                let mut skipped = 0;
-                while found.len() < limit {
+                while !page.full() {
                     let Some(row) = rows.next().await else { break };
                     let stored = item_row(&row.map_err(pg(op))?)?;
                     debug_assert!(under(&stored.namespace, &prefix_encoded));
-                    if !query.filter.matches(&stored.item.value) {
-                        continue;
-                    }
-                    if skipped < query.offset {
-                        skipped += 1;
-                        continue;
-                    }
-                    found.push(stored);
+                    page.offer(stored);
                 }
             }
+            let mut found = page.found;
             if self.options.refreshes() {
                 Self::refresh(&client, &mut found, now, op).await?;
             }

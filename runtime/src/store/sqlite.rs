@@ -1,8 +1,8 @@
 //! The SQLite store: one file, its own tables, safe to share with `SqliteSaver`.
 
 use super::{
-    Item, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth, check_key,
-    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of, under,
+    Item, Page, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth,
+    check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of, under,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -290,7 +290,7 @@ impl Store for SqliteStore {
         self.call(operation.clone(), move |c, now| {
             let op = operation.as_str();
             let tx = if refreshes { SqliteStore::begin(c, op)? } else { c.transaction().map_err(sql(op))? };
-            let mut found = Vec::new();
+            let mut page = Page::new(&query);
             {
                 let mut statement = tx
                     .prepare_cached(&format!("{SELECT_ITEM} WHERE {LIVE_UNDER_PREFIX} ORDER BY namespace, key"))
@@ -298,24 +298,16 @@ impl Store for SqliteStore {
                 let (p, low, high) = prefix_params(&prefix_encoded);
                 let rows =
                     statement.query_map(params![ms_param(now), p, low, high], |r| Ok(item_row(r))).map_err(sql(op))?;
-                let mut skipped = 0;
-                let limit = query.limit.unwrap_or(usize::MAX);
                 for row in rows {
-                    if found.len() >= limit {
+                    if page.full() {
                         break;
                     }
                     let stored = row.map_err(sql(op))??;
                     debug_assert!(under(&stored.namespace, &prefix_encoded));
-                    if !query.filter.matches(&stored.item.value) {
-                        continue;
-                    }
-                    if skipped < query.offset {
-                        skipped += 1;
-                        continue;
-                    }
-                    found.push(stored);
+                    page.offer(stored);
                 }
             }
+            let mut found = page.found;
             if refreshes {
                 for stored in &mut found {
                     refresh(&tx, stored, now, op)?;
