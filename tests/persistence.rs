@@ -303,3 +303,112 @@ async fn async_durability_stays_within_its_bound_of_a_slow_store() {
     assert!(most > 2, "the run did go ahead of the store ({ahead:?})");
     assert_eq!(stored.load(Ordering::SeqCst), steps + 2, "everything was stored before the run returned");
 }
+
+/// A saver whose next `lag` reads of a thread's head see it as it was before its newest
+/// checkpoint was committed: a read of the head made just before a run committed its next step.
+struct Behind {
+    inner: MemorySaver,
+    lag: AtomicUsize,
+}
+
+impl Behind {
+    fn lagging(&self) -> bool {
+        self.lag.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |lag| lag.checked_sub(1)).is_ok()
+    }
+}
+
+impl Checkpointer for Behind {
+    fn claim<'a>(&'a self, thread: &'a str) -> futures::future::BoxFuture<'a, Result<Claim, CheckpointError>> {
+        self.inner.claim(thread)
+    }
+
+    fn release<'a>(&'a self, claim: &'a Claim) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.inner.release(claim)
+    }
+
+    fn put<'a>(
+        &'a self,
+        claim: &'a Claim,
+        record: CheckpointRecord,
+        expected: Option<String>,
+        writes: Vec<WriteRecord>,
+    ) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.inner.put(claim, record, expected, writes)
+    }
+
+    fn put_writes<'a>(
+        &'a self,
+        claim: &'a Claim,
+        writes: Vec<WriteRecord>,
+    ) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.inner.put_writes(claim, writes)
+    }
+
+    fn get<'a>(
+        &'a self,
+        thread: &'a str,
+        id: Option<&'a str>,
+    ) -> futures::future::BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
+        Box::pin(async move {
+            if id.is_none() && self.lagging() {
+                let all = self.inner.list(thread, &ListFilter::default()).await?;
+                return Ok(all.into_iter().nth(1));
+            }
+            self.inner.get(thread, id).await
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        filter: &'a ListFilter,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
+        Box::pin(async move {
+            let mut all = self.inner.list(thread, filter).await?;
+            if *filter == ListFilter::default() && self.lagging() {
+                all.remove(0);
+            }
+            Ok(all)
+        })
+    }
+
+    fn writes<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
+        self.inner.writes(thread, checkpoint)
+    }
+
+    fn delete_thread<'a>(&'a self, thread: &'a str) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.inner.delete_thread(thread)
+    }
+}
+
+#[tokio::test]
+async fn a_read_of_the_head_made_while_a_step_commits_is_made_again() {
+    let saver = Arc::new(Behind { inner: MemorySaver::new(), lag: AtomicUsize::new(0) });
+    let app = chain::graph().shared_checkpointer(Arc::clone(&saver) as Arc<dyn Checkpointer>).compile().unwrap();
+    let cfg = RunConfig::thread("t");
+    app.invoke(chain::State::default(), &cfg).await.unwrap();
+    let history = app.state_history(&cfg).await.unwrap();
+
+    // The head read first is the checkpoint before the last step, whose only task's write is
+    // stored: alone, that reads as a lost checkpoint. The head has moved since, so the read is
+    // made again and gives the thread as it is.
+    saver.lag.store(1, Ordering::SeqCst);
+    let state = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!((state.state.counter, state.next.len()), (3, 0));
+    saver.lag.store(1, Ordering::SeqCst);
+    let again = app.state_history(&cfg).await.unwrap();
+    assert_eq!(again.len(), history.len());
+    assert_eq!(again[0].checkpoint_id, history[0].checkpoint_id);
+
+    // A head that stays behind is not a read made mid-commit: the damage is reported.
+    saver.lag.store(usize::MAX, Ordering::SeqCst);
+    let error = app.get_state(&cfg).await.unwrap_err();
+    assert!(matches!(error, GraphError::Checkpoint(CheckpointError::Corrupt { .. })), "{error}");
+    assert!(error.to_string().contains("the checkpoint stored with it is missing"), "{error}");
+    let error = app.state_history(&cfg).await.unwrap_err();
+    assert!(error.to_string().contains("the checkpoint stored with it is missing"), "{error}");
+}

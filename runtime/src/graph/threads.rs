@@ -12,6 +12,10 @@ use crate::state::State;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+/// How many times a read of a thread's newest state is made when it failed while a run
+/// committed a newer checkpoint (see `head_moved`).
+const HEAD_READS: usize = 3;
+
 /// A thread's state at one checkpoint.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -166,14 +170,32 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     pub async fn get_state(&self, cfg: &RunConfig<C>) -> Result<Option<StateSnapshot<S>>, GraphError> {
         let thread = self.thread_of(cfg)?;
         let pinned = cfg.checkpoint_id.as_deref();
-        match self.inner().saver.get(&thread, pinned).await? {
-            Some(record) => Ok(Some(self.snapshot(&thread, record, pinned.is_none()).await?)),
-            None if pinned.is_some() => Err(GraphError::NothingToResume {
-                thread: thread.to_string(),
-                reason: "it has no checkpoint with that id",
-            }),
-            None => Ok(None),
+        let mut reads = 0;
+        loop {
+            reads += 1;
+            let Some(record) = self.inner().saver.get(&thread, pinned).await? else {
+                return match pinned {
+                    Some(_) => Err(GraphError::NothingToResume {
+                        thread: thread.to_string(),
+                        reason: "it has no checkpoint with that id",
+                    }),
+                    None => Ok(None),
+                };
+            };
+            let head = record.id.clone();
+            match self.snapshot(&thread, record, pinned.is_none()).await {
+                Err(_) if pinned.is_none() && reads < HEAD_READS && self.head_moved(&thread, &head).await? => {}
+                read => return read.map(Some),
+            }
         }
+    }
+
+    /// Whether the thread's newest checkpoint is no longer `head`. The head and its writes are
+    /// separate reads, so a run that commits its next step in between (the step's write and
+    /// the checkpoint after it, in one transaction) makes the head look as if that checkpoint
+    /// were lost; a read that failed while the head moved is made again.
+    async fn head_moved(&self, thread: &str, head: &str) -> Result<bool, GraphError> {
+        Ok(self.inner().saver.get(thread, None).await?.is_some_and(|newest| newest.id != head))
     }
 
     /// The thread's checkpoints, newest first.
@@ -189,24 +211,59 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         filter: &ListFilter,
     ) -> Result<Vec<StateSnapshot<S>>, GraphError> {
         let thread = self.thread_of(cfg)?;
+        let whole = *filter == ListFilter::default();
+        let mut reads = 0;
+        loop {
+            reads += 1;
+            let (head, read) = self.history_once(&thread, filter, whole).await;
+            match (read, head) {
+                (Err(_), Some(head)) if whole && reads < HEAD_READS && self.head_moved(&thread, &head).await? => {}
+                (read, _) => return read,
+            }
+        }
+    }
+
+    /// One read of the history: the newest checkpoint it listed, and the history. `whole`: the
+    /// filter is the default one, so the list starts at the thread's head and ends at its first
+    /// checkpoint.
+    async fn history_once(
+        &self,
+        thread: &str,
+        filter: &ListFilter,
+        whole: bool,
+    ) -> (Option<String>, Result<Vec<StateSnapshot<S>>, GraphError>) {
         let graph = self.inner();
-        let records = graph.saver.list(&thread, filter).await?;
-        if *filter == ListFilter::default() {
-            check_parents(&thread, &records)?;
+        let records = match graph.saver.list(thread, filter).await {
+            Ok(records) => records,
+            Err(error) => return (None, Err(error.into())),
+        };
+        let head = records.first().map(|r| r.id.clone());
+        (head, self.history_of(thread, records, whole).await)
+    }
+
+    async fn history_of(
+        &self,
+        thread: &str,
+        records: Vec<CheckpointRecord>,
+        whole: bool,
+    ) -> Result<Vec<StateSnapshot<S>>, GraphError> {
+        let graph = self.inner();
+        if whole {
+            check_parents(thread, &records)?;
         }
         let mut loaded = Vec::with_capacity(records.len());
         for record in records {
-            let body = record::decode_body(graph, &thread, &record)?;
-            let stored = Stored::load(graph, &thread, &record, &body).await?;
+            let body = record::decode_body(graph, thread, &record)?;
+            let stored = Stored::load(graph, thread, &record, &body).await?;
             loaded.push((record, body, stored));
         }
-        check_folded(&thread, &loaded)?;
-        if let (Some((head, _, stored)), true) = (loaded.first(), *filter == ListFilter::default()) {
-            stored.check_head(&thread, &head.id)?;
+        check_folded(thread, &loaded)?;
+        if let (Some((head, _, stored)), true) = (loaded.first(), whole) {
+            stored.check_head(thread, &head.id)?;
         }
         let mut history = Vec::with_capacity(loaded.len());
         for (record, body, stored) in loaded {
-            history.push(self.snapshot_of(&thread, record, body, stored, false).await?);
+            history.push(self.snapshot_of(thread, record, body, stored, false).await?);
         }
         Ok(history)
     }
