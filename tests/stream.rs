@@ -231,24 +231,40 @@ mod forever {
     }
 }
 
+/// The first event of a run streamed in `tasks` mode: its node has started.
+async fn started(events: &mut RunStream<forever::State>) {
+    let first = events.next().await.unwrap();
+    assert!(matches!(first.kind, EventKind::TaskStarted { .. }), "{first:?}");
+}
+
 #[tokio::test]
 async fn dropping_or_cancelling_the_stream_cancels_the_run() {
+    let app = forever::graph().compile().unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let cfg = RunConfig::default().context(Arc::clone(&dropped));
+    let mut events = app.stream(forever::State::default(), &cfg, StreamMode::Tasks);
+    started(&mut events).await;
+    drop(events);
+    assert!(dropped.load(Ordering::SeqCst), "the node in flight was dropped");
+
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let cfg = RunConfig::default().context(Arc::clone(&cancelled));
+    let mut events = app.stream(forever::State::default(), &cfg, StreamMode::Tasks);
+    started(&mut events).await;
+    events.cancel();
+    assert!(cancelled.load(Ordering::SeqCst), "cancel dropped the node at once");
+    let all = collect(events).await;
+    assert_eq!(terminals(&all), 1);
+    assert!(matches!(all.last().unwrap().kind, EventKind::Cancelled));
+}
+
+#[tokio::test]
+async fn a_stream_runs_nothing_until_it_is_polled() {
     let app = forever::graph().compile().unwrap();
     let dropped = Arc::new(AtomicBool::new(false));
     let cfg = RunConfig::default().context(Arc::clone(&dropped));
     let events = app.stream(forever::State::default(), &cfg, StreamMode::Tasks);
     tokio::time::sleep(Duration::from_millis(20)).await;
     drop(events);
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    assert!(dropped.load(Ordering::SeqCst), "the node in flight was dropped");
-
-    let cancelled = Arc::new(AtomicBool::new(false));
-    let cfg = RunConfig::default().context(Arc::clone(&cancelled));
-    let events = app.stream(forever::State::default(), &cfg, StreamMode::Tasks);
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    events.cancel();
-    let all = collect(events).await;
-    assert_eq!(terminals(&all), 1);
-    assert!(matches!(all.last().unwrap().kind, EventKind::Cancelled));
-    assert!(cancelled.load(Ordering::SeqCst));
+    assert!(!dropped.load(Ordering::SeqCst), "the node never started, so there was nothing to drop");
 }

@@ -232,9 +232,6 @@ pub enum GraphError {
         /// The ids of the pending interrupts.
         pending: Vec<String>,
     },
-    /// The stream of a run was dropped, so the run stopped.
-    #[error("the run's stream was dropped, so the run stopped")]
-    StreamClosed,
     /// `update_state` could not act as asked.
     #[error("thread `{thread}`: the state was not updated: {reason}")]
     UpdateState {

@@ -221,10 +221,12 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         }
     }
 
-    /// Runs the graph like [`invoke`](Self::invoke) on a new tokio task, and returns its
-    /// events for the `modes` asked: `app.stream(input, &cfg, StreamMode::Updates |
-    /// StreamMode::Custom)`. A [`RunCommand`] input streams a resumed run the same way. Must be
-    /// called inside a tokio runtime.
+    /// Runs the graph like [`invoke`](Self::invoke) as its events for the `modes` asked:
+    /// `app.stream(input, &cfg, StreamMode::Updates | StreamMode::Custom)`. A [`RunCommand`]
+    /// input streams a resumed run the same way. The returned stream drives the run: nothing
+    /// runs until it is polled, and the run advances as it is (like LangGraph's `stream`); to
+    /// run it alongside other work, poll it on a task of its own. It must be polled inside a
+    /// tokio runtime.
     ///
     /// ```
     /// use futures::StreamExt;
@@ -278,9 +280,9 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     ) -> RunStream<S> {
         let (graph, cfg, input, modes) = (self.clone(), cfg.clone(), input.into_run_input(), modes.into());
         let run_id = RUN_IDS.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = tokio::sync::mpsc::channel(stream::CHANNEL);
-        let task = tokio::spawn(async move {
-            let sink = Arc::new(Sink::new(modes, run_id, tx));
+        let queue = Arc::new(stream::Queue::new());
+        let sink = Arc::new(Sink::new(modes, run_id, Arc::clone(&queue)));
+        let run = Box::pin(async move {
             let result = graph.start(input, &cfg, Some(&sink), Some(run_id)).await.map_err(Halt::into_error);
             let (step, kind) = match result {
                 Ok(out) if out.is_interrupted() => {
@@ -289,9 +291,9 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 Ok(out) => (out.steps, EventKind::Finished { state: out.state, steps: out.steps }),
                 Err(error) => (0, EventKind::Failed(error)),
             };
-            sink.finish(step, kind).await;
+            sink.finish(step, kind);
         });
-        RunStream { rx, task, run_id, done: false }
+        RunStream::new(run_id, queue, run)
     }
 
     async fn start(

@@ -1,11 +1,13 @@
 //! Watching a run live: typed events for any combination of modes.
 //!
-//! [`CompiledGraph::stream`](crate::CompiledGraph::stream) runs the graph on a tokio task and
-//! hands back a [`RunStream`]: a `futures::Stream` of [`Event`]s. Step events travel through a
-//! bounded channel, so a consumer that falls behind slows the run instead of growing memory;
-//! dropping the stream cancels the run. Every stream ends with exactly one terminal event:
-//! [`EventKind::Finished`], [`EventKind::Interrupted`], [`EventKind::Failed`] or
-//! [`EventKind::Cancelled`].
+//! [`CompiledGraph::stream`](crate::CompiledGraph::stream) hands back a [`RunStream`]: a
+//! `futures::Stream` of [`Event`]s that drives the run itself, as LangGraph's `stream`
+//! generator does. Polling the stream runs the graph until it has an event to give or must wait;
+//! nothing is spawned, and the run advances only while the stream is polled. At most a bounded
+//! number of step events wait for the consumer, so one that falls behind holds the run back
+//! instead of growing memory; dropping the stream cancels the run. Every stream ends with
+//! exactly one terminal event: [`EventKind::Finished`], [`EventKind::Interrupted`],
+//! [`EventKind::Failed`] or [`EventKind::Cancelled`].
 
 use crate::checkpoint::Source;
 use crate::error::GraphError;
@@ -13,17 +15,18 @@ use crate::interrupt::Interrupt;
 use crate::state::State;
 use futures::Stream;
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::ops::BitOr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 mod app;
 pub(crate) mod nested;
+mod queue;
+
+pub(crate) use queue::Queue;
 
 pub use app::{APP_MODES, AppEvent, AppEvents};
 
@@ -303,9 +306,6 @@ impl<S: State> fmt::Debug for EventKind<S> {
     }
 }
 
-/// How many events may wait for the consumer before the run waits for it.
-pub(crate) const CHANNEL: usize = 256;
-
 /// A value written from inside a node, before it is typed as an event.
 pub(crate) enum Written {
     Custom(Value),
@@ -349,21 +349,15 @@ pub(crate) struct Sink<S: State> {
 }
 
 enum Out<S: State> {
-    /// The stream's channel: this is the graph that was run.
-    Channel {
-        run_id: u64,
-        tx: mpsc::Sender<Event<S>>,
-        /// Events nodes wrote while the channel was full; sent, in order, at the next step
-        /// boundary.
-        overflow: Mutex<VecDeque<Event<S>>>,
-    },
+    /// The stream's queue: this is the graph that was run.
+    Queue { run_id: u64, queue: Arc<Queue<S>> },
     /// A subgraph's events, passed up to the graph that runs it under `namespace`.
     Relay { up: SharedWriter, namespace: Vec<String> },
 }
 
 impl<S: State> Sink<S> {
-    pub(crate) fn new(modes: StreamModes, run_id: u64, tx: mpsc::Sender<Event<S>>) -> Self {
-        Self { modes, out: Out::Channel { run_id, tx, overflow: Mutex::new(VecDeque::new()) } }
+    pub(crate) fn new(modes: StreamModes, run_id: u64, queue: Arc<Queue<S>>) -> Self {
+        Self { modes, out: Out::Queue { run_id, queue } }
     }
 
     /// The sink of a subgraph run at `namespace` inside the run that writes to `up`: it takes
@@ -378,14 +372,13 @@ impl<S: State> Sink<S> {
         Self { modes, out: Out::Relay { up, namespace } }
     }
 
-    /// Sends a step event, waiting while the consumer is behind. A consumer that went away
-    /// ends the run: the error is never seen, since nobody listens.
+    /// Sends a step event, waiting while the consumer is behind.
     pub(crate) async fn send(&self, step: u64, kind: EventKind<S>) -> Result<(), GraphError> {
         match &self.out {
-            Out::Channel { run_id, tx, .. } => {
-                self.flush().await?;
-                let event = Event { run_id: *run_id, step, namespace: Vec::new(), kind };
-                tx.send(event).await.map_err(|_| GraphError::StreamClosed)
+            Out::Queue { run_id, queue } => {
+                queue.room().await;
+                queue.push(Event { run_id: *run_id, step, namespace: Vec::new(), kind });
+                Ok(())
             }
             Out::Relay { up, namespace } => match nested::Nested::of(kind) {
                 Some(event) => up.forward(namespace, step, event).await,
@@ -394,20 +387,10 @@ impl<S: State> Sink<S> {
         }
     }
 
-    async fn flush(&self) -> Result<(), GraphError> {
-        let Out::Channel { tx, overflow, .. } = &self.out else { return Ok(()) };
-        loop {
-            let next = overflow.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
-            let Some(event) = next else { return Ok(()) };
-            tx.send(event).await.map_err(|_| GraphError::StreamClosed)?;
-        }
-    }
-
-    /// Sends the terminal event.
-    pub(crate) async fn finish(&self, step: u64, kind: EventKind<S>) {
-        let _ = self.flush().await;
-        if let Out::Channel { run_id, tx, .. } = &self.out {
-            let _ = tx.send(Event { run_id: *run_id, step, namespace: Vec::new(), kind }).await;
+    /// Sends the terminal event (never held back: it is the last).
+    pub(crate) fn finish(&self, step: u64, kind: EventKind<S>) {
+        if let Out::Queue { run_id, queue } = &self.out {
+            queue.push(Event { run_id: *run_id, step, namespace: Vec::new(), kind });
         }
     }
 }
@@ -418,8 +401,8 @@ impl<S: State> NodeWriter for Sink<S> {
     }
 
     fn write_nested(&self, inner: &[String], node: &str, step: u64, written: Written) {
-        let (run_id, tx, overflow) = match &self.out {
-            Out::Channel { run_id, tx, overflow } => (*run_id, tx, overflow),
+        let (run_id, queue) = match &self.out {
+            Out::Queue { run_id, queue } => (*run_id, queue),
             Out::Relay { up, namespace } => {
                 let path: Vec<String> = namespace.iter().chain(inner).cloned().collect();
                 return up.write_nested(&path, node, step, written);
@@ -442,15 +425,7 @@ impl<S: State> NodeWriter for Sink<S> {
             }
             _ => return,
         };
-        let event = Event { run_id, step, namespace: inner.to_vec(), kind };
-        let mut overflow = overflow.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if overflow.is_empty() {
-            if let Err(mpsc::error::TrySendError::Full(event)) = tx.try_send(event) {
-                overflow.push_back(event);
-            }
-        } else {
-            overflow.push_back(event);
-        }
+        queue.push(Event { run_id, step, namespace: inner.to_vec(), kind });
     }
 
     fn forward<'a>(
@@ -461,10 +436,10 @@ impl<S: State> NodeWriter for Sink<S> {
     ) -> futures::future::BoxFuture<'a, Result<(), GraphError>> {
         Box::pin(async move {
             match &self.out {
-                Out::Channel { run_id, tx, .. } => {
-                    self.flush().await?;
-                    let event = Event { run_id: *run_id, step, namespace: inner.to_vec(), kind: event.into_kind() };
-                    tx.send(event).await.map_err(|_| GraphError::StreamClosed)
+                Out::Queue { run_id, queue } => {
+                    queue.room().await;
+                    queue.push(Event { run_id: *run_id, step, namespace: inner.to_vec(), kind: event.into_kind() });
+                    Ok(())
                 }
                 Out::Relay { up, namespace } => {
                     let path: Vec<String> = namespace.iter().chain(inner).cloned().collect();
@@ -475,19 +450,33 @@ impl<S: State> NodeWriter for Sink<S> {
     }
 }
 
-/// A run's events. Dropping it cancels the run.
+/// The run a [`RunStream`] drives, until it ends or is cancelled.
+type Run = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A run's events. The stream drives the run: it advances while the stream is polled.
+/// Dropping the stream cancels the run.
 pub struct RunStream<S: State> {
-    pub(crate) rx: mpsc::Receiver<Event<S>>,
-    pub(crate) task: JoinHandle<()>,
-    pub(crate) run_id: u64,
-    pub(crate) done: bool,
+    /// `None` once the run ended or was cancelled. In a mutex only so that [`cancel`]
+    /// (`&self`) can drop it; polling reaches it through `get_mut`, without locking.
+    ///
+    /// [`cancel`]: RunStream::cancel
+    run: Mutex<Option<Run>>,
+    queue: Arc<Queue<S>>,
+    run_id: u64,
+    done: bool,
 }
 
 impl<S: State> RunStream<S> {
-    /// Stops the run now; the stream then ends with [`EventKind::Cancelled`] (unless the run
-    /// had already sent its terminal event).
+    pub(crate) fn new(run_id: u64, queue: Arc<Queue<S>>, run: Run) -> Self {
+        Self { run: Mutex::new(Some(run)), queue, run_id, done: false }
+    }
+
+    /// Stops the run now: no more of its code runs, and what it holds is dropped. The stream
+    /// then gives the events it already had and ends with [`EventKind::Cancelled`] (unless the
+    /// run had already sent its terminal event).
     pub fn cancel(&self) {
-        self.task.abort();
+        let run = self.run.lock().unwrap_or_else(PoisonError::into_inner).take();
+        drop(run);
     }
 }
 
@@ -495,31 +484,29 @@ impl<S: State> Stream for RunStream<S> {
     type Item = Event<S>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event<S>>> {
-        if self.done {
+        let this = &mut *self;
+        if this.done {
             return Poll::Ready(None);
         }
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(event)) => {
-                self.done = event.kind.is_terminal();
-                Poll::Ready(Some(event))
+        loop {
+            if let Some(event) = this.queue.pop() {
+                this.done = event.kind.is_terminal();
+                return Poll::Ready(Some(event));
             }
-            Poll::Ready(None) => {
-                self.done = true;
-                Poll::Ready(Some(Event {
-                    run_id: self.run_id,
-                    step: 0,
-                    namespace: Vec::new(),
-                    kind: EventKind::Cancelled,
-                }))
+            let run = this.run.get_mut().unwrap_or_else(PoisonError::into_inner);
+            let Some(future) = run.as_mut() else {
+                // A run that completes queues its terminal event first, so an empty queue and
+                // no run means it was cancelled.
+                this.done = true;
+                let kind = EventKind::Cancelled;
+                return Poll::Ready(Some(Event { run_id: this.run_id, step: 0, namespace: Vec::new(), kind }));
+            };
+            match future.as_mut().poll(cx) {
+                Poll::Ready(()) => *run = None,
+                Poll::Pending if this.queue.is_empty() => return Poll::Pending,
+                Poll::Pending => {}
             }
-            Poll::Pending => Poll::Pending,
         }
-    }
-}
-
-impl<S: State> Drop for RunStream<S> {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
