@@ -206,7 +206,7 @@ async fn stream_100k(mock: &Aimock) {
                     bytes += delta.len();
                 }
             }
-            ((Instant::now() - first.unwrap()).as_secs_f64(), bytes)
+            (first.unwrap().elapsed().as_secs_f64(), bytes)
         })
         .await
         .unwrap();
