@@ -1,7 +1,7 @@
 //! A checked graph, ready to run.
 
 use super::node_spec::{Action, PayloadType};
-use super::{Halt, RunOutput};
+use super::{Halt, RunOutput, complete};
 use crate::checkpoint::Checkpointer;
 use crate::command::{IntoRunInput, RunCommand, RunInput};
 use crate::config::RunConfig;
@@ -317,7 +317,9 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 let wrote = !input.is_empty();
                 let mut state = S::default();
                 state.apply(input);
-                with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit, sink, wrote)).await
+                let meter = Arc::clone(&shared.meter);
+                let result = with_deadline(cfg, pregel::execute(&self.inner, state, shared, limit, sink, wrote)).await;
+                complete(result, |out| out.usage = meter.usage())
             }
             (None, RunInput::Command(_)) => Err(GraphError::NoThread { graph: self.inner.name.clone() }.into()),
             (Some(thread), input) => {

@@ -20,6 +20,7 @@ pub use threads::{PendingTask, StateSnapshot};
 
 pub(crate) use compiled::{CompiledNode, Inner, RouterFn, Target};
 pub(crate) use node_spec::Action;
+pub(crate) use node_spec::SyncFn;
 pub(crate) use run_output::{Halt, complete};
 
 /// The default bound on super-steps per run. LangGraph's is 10 007 (since March 2026): a

@@ -19,7 +19,7 @@ pub type NodeFuture<'a, S> = Pin<Box<dyn Future<Output = NodeResult<S>> + Send +
 /// A task's input besides the state: its Send payload, if it was started by a Send.
 pub type Input<'a> = Option<&'a (dyn Any + Send + Sync)>;
 
-type SyncFn<S, C> = dyn for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeResult<S> + Send + Sync;
+pub(crate) type SyncFn<S, C> = dyn for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeResult<S> + Send + Sync;
 type AsyncFn<S, C> = dyn for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeFuture<'a, S> + Send + Sync;
 
 /// The node's function: sync nodes are called in place, async ones are polled together.

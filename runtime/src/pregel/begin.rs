@@ -6,13 +6,13 @@ use super::load::{Stored, load_state};
 use super::persist::{Branch, Persist, saved_outputs};
 use super::planner::Planner;
 use super::record::{self, Body, OUTPUT_INDEX};
+use super::task::{Slots, Tasks};
 use crate::checkpoint::{CheckpointRecord, Claim, Source};
 use crate::command::RunCommand;
 use crate::config::Durability;
 use crate::error::GraphError;
 use crate::graph::Inner;
 use crate::interrupt::Resume;
-use crate::node::NodeOutput;
 use crate::state::State;
 use serde_json::Value;
 use std::sync::Arc;
@@ -22,9 +22,9 @@ use std::sync::Arc;
 pub(crate) struct Begin<S: State> {
     pub(crate) persist: Persist,
     pub(crate) state: S,
-    pub(crate) tasks: Vec<Task>,
-    /// Outputs already saved for some of `tasks`, by task index.
-    pub(crate) saved: Vec<Option<NodeOutput<S>>>,
+    pub(crate) tasks: Tasks,
+    /// Outputs already saved for some of `tasks`, by task index (empty when none is).
+    pub(crate) saved: Slots<S>,
     pub(crate) planner: Planner,
     /// The run continues a paused thread, so breakpoints before its first step do not fire again.
     pub(crate) resumed: bool,
@@ -70,7 +70,7 @@ pub(crate) async fn start<S: State, C>(
     state.apply(input);
     let tasks = planner.start(graph, &state);
     persist.checkpoint(graph, &state, 1, &tasks, &planner).await?;
-    let saved = tasks.iter().map(|_| None).collect();
+    let saved = Slots::new();
     Ok(Begin { persist, state, tasks, saved, planner, resumed: false })
 }
 
@@ -146,7 +146,7 @@ pub(crate) async fn resume<S: State, C>(
     persist.store_answers(answers).await?;
     let mut planner = Planner::new(graph);
     planner.restore(&body.deferred, std::mem::take(&mut body.joins));
-    let mut tasks = body.next;
+    let mut tasks = Tasks::from_vec(body.next);
     for ((task, answers), results) in tasks.iter_mut().zip(&stored.answers).zip(&mut stored.results) {
         if !answers.is_empty() {
             task.answers = Some(answers.values().cloned().collect());
@@ -208,7 +208,7 @@ async fn apply_input<S: State, C>(
     let mut tasks = planner.start(graph, &state);
     Planner::add_pulled(&mut tasks, goto);
     persist.checkpoint(graph, &state, 1, &tasks, &planner).await?;
-    let saved = tasks.iter().map(|_| None).collect();
+    let saved = Slots::new();
     Ok(Begin { persist, state, tasks, saved, planner, resumed: false })
 }
 

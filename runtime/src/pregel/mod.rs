@@ -37,24 +37,30 @@ use persist::{Held, Persist, StepEnding, ThreadLock};
 use planner::Planner;
 use std::sync::Arc;
 pub(crate) use task::Task;
+use task::{Slots, Tasks};
 pub(crate) use update::{AsNode, update_thread};
 
 /// Runs a graph from `state` until no task is left, persisting nothing. `input_wrote` says
-/// whether the input wrote anything (a `values` stream starts with the state only then).
-pub(crate) async fn execute<S: State, C: Send + Sync + 'static>(
-    graph: &Inner<S, C>,
+/// whether the input wrote anything (a `values` stream starts with the state only then). The
+/// output's usage is left empty: the run's meter has it.
+///
+/// The first step is planned before the future is made, and the future is the run's loop and
+/// little else: a subgraph node boxes it whole at every call (see `drive`).
+pub(crate) fn execute<'a, S: State, C: Send + Sync + 'static>(
+    graph: &'a Inner<S, C>,
     state: S,
     run: Arc<RunShared<C>>,
     limit: u64,
-    sink: Option<&Sink<S>>,
+    sink: Option<&'a Sink<S>>,
     input_wrote: bool,
-) -> Result<RunOutput<S>, Halt<S>> {
+) -> impl Future<Output = Result<RunOutput<S>, Halt<S>>> + 'a {
     let mut planner = Planner::new(graph);
     let tasks = planner.start(graph, &state);
-    let saved = tasks.iter().map(|_| None).collect();
-    let start = Start { state, tasks, saved, planner, step: 0, resumed: false, initial_values: input_wrote };
-    let meter = Arc::clone(&run);
-    complete(drive(graph, start, run, limit, None, sink).await, |out| out.usage = meter.meter.usage())
+    let start =
+        Start { state, tasks, saved: Slots::new(), planner, step: 0, resumed: false, initial_values: input_wrote };
+    // The caller fills in the usage: wrapping the loop's future to do it here would move the
+    // whole future once more for every subgraph run.
+    drive(graph, start, run, limit, None, sink)
 }
 
 /// Runs a graph on a thread from `input` (new input, or a command that continues the thread,
@@ -104,8 +110,9 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
 /// Where a run starts: its state, first tasks (with any outputs already saved), and step.
 struct Start<S: State> {
     state: S,
-    tasks: Vec<Task>,
-    saved: Vec<Option<NodeOutput<S>>>,
+    tasks: Tasks,
+    /// Outputs already saved for some of `tasks` (empty when none is).
+    saved: Slots<S>,
     planner: Planner,
     step: u64,
     /// The run continues a paused thread, so breakpoints before its first step do not fire again.
@@ -113,6 +120,17 @@ struct Start<S: State> {
     /// A `values` stream starts with the state as it is (after an input that wrote something,
     /// or on a resume).
     initial_values: bool,
+}
+
+/// Boxes the future `make` makes, making it in a frame of its own.
+///
+/// `Box::pin(f(..))` makes the future in the caller's stack frame and copies it into the box:
+/// the caller's frame then has room for every future it ever boxes, however rarely, and a run's
+/// loop (whose frames stack up once per level of subgraphs) would touch several kilobytes of
+/// stack per level. Here the rare futures (storing, streaming, failing) take room only when made.
+#[inline(never)]
+pub(crate) fn boxed<F: Future>(make: impl FnOnce() -> F) -> std::pin::Pin<Box<F>> {
+    Box::pin(make())
 }
 
 /// On a failure to store the state, drops it where a deeply nested value cannot overflow the
@@ -124,123 +142,167 @@ fn refused<S: State>(error: GraphError, state: S) -> GraphError {
     error
 }
 
-async fn drive<S: State, C: Send + Sync + 'static>(
-    graph: &Inner<S, C>,
+/// The run's loop: steps until no task is left, a task pauses, or the run fails.
+///
+/// Not an `async fn`: the start is taken apart before the future is made, so that the future
+/// holds each of its parts once (an `async fn` keeps its arguments beside the locals made from
+/// them), which keeps the future a subgraph node boxes small.
+fn drive<'a, S: State, C: Send + Sync + 'static>(
+    graph: &'a Inner<S, C>,
     start: Start<S>,
     run: Arc<RunShared<C>>,
     limit: u64,
-    mut persist: Option<Persist>,
-    sink: Option<&Sink<S>>,
-) -> Result<RunOutput<S>, Halt<S>> {
+    persist: Option<Persist>,
+    sink: Option<&'a Sink<S>>,
+) -> impl Future<Output = Result<RunOutput<S>, Halt<S>>> + 'a {
     let Start { mut state, mut tasks, mut saved, mut planner, mut step, resumed, initial_values } = start;
-    let mut slots: Vec<Option<NodeOutput<S>>> = Vec::new();
+    let mut slots = Slots::<S>::new();
     let mut ran = 0;
-    let call_store = persist.as_ref().and_then(Persist::call_store);
-    // Events go out through boxed futures: only streamed runs pay for room for them.
-    if let Some(sink) = sink.filter(|s| initial_values && s.modes.contains(StreamMode::Values)) {
-        Box::pin(sink.send(step, EventKind::Values(state.clone()))).await?;
-    }
-    while !tasks.is_empty() {
-        if ran == limit {
-            let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step: step + 1, ran };
-            return Err(Box::pin(stop.at_limit(persist, state, limit)).await);
-        }
-        if !(resumed && ran == 0)
-            && let Some(at) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before || run.breaks_at(n, false))
-        {
-            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, at, "before", ran)).await;
-        }
-        ran += 1;
-        step += 1;
-        slots.clear();
-        if saved.is_empty() {
-            slots.resize_with(tasks.len(), || None);
-        } else {
-            slots.append(&mut saved);
-        }
-        let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
-        let at = task::At { step, checkpoint: checkpoint.as_ref(), calls: call_store.as_ref() };
-        if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
-            Box::pin(events::tasks_started(graph, sink, step, &tasks)).await?;
-        }
-        if let Some(log) = &run.log {
-            events::log_started(graph, &run, log, step, &state, &tasks);
-        }
-        let outcome = task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_mut(), sink).await;
-        if let Some(log) = &run.log {
-            events::log_finished(graph, &run, log, step, &tasks, &slots, &outcome);
-        }
-        let paused = match outcome {
-            Ok(paused) => paused,
-            Err(failure) => {
-                let text = events::failure_text(&failure.error);
-                let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
-                return Err(Box::pin(stop.failed(persist, state, failure.task, text, failure.error)).await);
+    // Boxed: a run without a thread (every subgraph run of one) keeps a pointer, not room for them.
+    let call_store = persist.as_ref().and_then(Persist::call_store).map(Box::new);
+    let mut persist = persist.map(Box::new);
+    Looping {
+        run: async move {
+            // Events go out through boxed futures: only streamed runs pay for room for them.
+            if let Some(sink) = sink.filter(|s| initial_values && s.modes.contains(StreamMode::Values)) {
+                boxed(|| sink.send(step, EventKind::Values(state.clone()))).await?;
             }
-        };
-        if !paused.is_empty() {
-            let Some(persist) = persist else {
-                return Err(GraphError::InterruptWithoutThread { node: paused[0].1.node.clone() }.into());
-            };
-            let checkpoint = Arc::clone(persist.current());
-            if let Err(error) =
-                Box::pin(persist.end_step(graph, &state, &tasks, &slots, &planner, StepEnding::Paused(&paused))).await
+            while !tasks.is_empty() {
+                if ran == limit {
+                    let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step: step + 1, ran };
+                    return Err(boxed(|| stop.at_limit(persist.map(|p| *p), state, limit)).await);
+                }
+                if !(resumed && ran == 0)
+                    && let Some(at) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before || run.breaks_at(n, false))
+                {
+                    return boxed(|| {
+                        pause_at_breakpoint(graph, state, &tasks, &planner, persist.map(|p| *p), at, "before", ran)
+                    })
+                    .await;
+                }
+                ran += 1;
+                step += 1;
+                fill_slots(&mut slots, &mut saved, tasks.len());
+                let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
+                let at = task::At { step, checkpoint: checkpoint.as_ref(), calls: call_store.as_deref() };
+                if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
+                    boxed(|| events::tasks_started(graph, sink, step, &tasks)).await?;
+                }
+                if let Some(log) = &run.log {
+                    events::log_started(graph, &run, log, step, &state, &tasks);
+                }
+                let outcome =
+                    task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_deref_mut(), sink).await;
+                if let Some(log) = &run.log {
+                    events::log_finished(graph, &run, log, step, &tasks, &slots, &outcome);
+                }
+                let paused = match outcome {
+                    Ok(paused) => paused,
+                    Err(failure) => {
+                        let text = events::failure_text(&failure.error);
+                        let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
+                        return Err(boxed(|| {
+                            stop.failed(persist.map(|p| *p), state, failure.task, text, failure.error)
+                        })
+                        .await);
+                    }
+                };
+                if !paused.is_empty() {
+                    let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
+                    return boxed(|| stop.paused(persist.map(|p| *p), state, paused)).await;
+                }
+                if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
+                    let task = conflicting_task(graph, &tasks, &error);
+                    let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
+                    return Err(boxed(|| stop.failed(persist.map(|p| *p), state, task, error.to_string(), error)).await);
+                }
+                if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
+                    boxed(|| sink.send(step, EventKind::Values(state.clone()))).await?;
+                }
+                if let Some(log) = run.log.as_ref().filter(|l| l.policy.state) {
+                    events::log_state(&run, log, step, &state);
+                }
+                let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after || run.breaks_at(n, true));
+                let count = tasks.len();
+                planner.plan(graph, &mut tasks, &mut slots, &state);
+                end_if_sent_to_parent(&run, &mut tasks);
+                if let Some(persist) = &mut persist {
+                    if let Err(error) = boxed(|| persist.checkpoint(graph, &state, count, &tasks, &planner)).await {
+                        return Err(refused(error, state).into());
+                    }
+                    if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {
+                        let (id, step) = (persist.current().to_string(), persist.step());
+                        let event = EventKind::Checkpoint { id, step, source: Source::Loop };
+                        boxed(|| sink.send(u64::try_from(step).unwrap_or(0), event)).await?;
+                    }
+                }
+                if let (Some(at), false) = (after, tasks.is_empty()) {
+                    return boxed(|| {
+                        pause_at_breakpoint(graph, state, &tasks, &planner, persist.map(|p| *p), at, "after", ran)
+                    })
+                    .await;
+                }
+            }
+            let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
+            if let Some(persist) = persist
+                && let Err(error) = boxed(|| persist.finish(graph, &state, &planner)).await
             {
                 return Err(refused(error, state).into());
             }
-            let interrupts = paused.into_iter().map(|(_, interrupt)| interrupt).collect();
-            return Ok(RunOutput::new(state, ran, interrupts).at(Some(&checkpoint)));
-        }
-        if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
-            // The conflict is reported on the second of the two tasks that wrote the field.
-            let second = match &error {
-                GraphError::InvalidUpdate { second, .. } => second.clone(),
-                _ => String::new(),
-            };
-            let task = tasks.iter().rposition(|t| *graph.node_names[t.node as usize] == *second).unwrap_or(0);
-            let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
-            return Err(Box::pin(stop.failed(persist, state, task, error.to_string(), error)).await);
-        }
-        if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
-            Box::pin(sink.send(step, EventKind::Values(state.clone()))).await?;
-        }
-        if let Some(log) = run.log.as_ref().filter(|l| l.policy.state) {
-            events::log_state(&run, log, step, &state);
-        }
-        let after = breakpoint(&tasks, |n| graph.nodes[n].interrupt_after || run.breaks_at(n, true));
-        let count = tasks.len();
-        tasks = planner.plan(graph, &tasks, &mut slots, &state, step);
-        end_if_sent_to_parent(&run, &mut tasks);
-        if let Some(persist) = &mut persist {
-            if let Err(error) = Box::pin(persist.checkpoint(graph, &state, count, &tasks, &planner)).await {
-                return Err(refused(error, state).into());
-            }
-            if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {
-                let (id, step) = (persist.current().to_string(), persist.step());
-                let event = EventKind::Checkpoint { id, step, source: Source::Loop };
-                Box::pin(sink.send(u64::try_from(step).unwrap_or(0), event)).await?;
-            }
-        }
-        if let (Some(at), false) = (after, tasks.is_empty()) {
-            return Box::pin(pause_at_breakpoint(graph, state, &tasks, &planner, persist, at, "after", ran)).await;
-        }
+            Ok(RunOutput::new(state, ran, Vec::new()).at(checkpoint.as_ref()))
+        },
     }
-    let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
-    if let Some(persist) = persist
-        && let Err(error) = Box::pin(persist.finish(graph, &state, &planner)).await
-    {
-        return Err(refused(error, state).into());
+}
+
+pin_project_lite::pin_project! {
+    /// A run's loop, polled through one function that is never inlined: the loop's code then
+    /// exists once, not once inside every future that awaits a run (`invoke`, a stream, each
+    /// subgraph node), so a graph nested in a graph runs the same instructions, warm in the
+    /// instruction cache, at every level.
+    struct Looping<F> {
+        #[pin]
+        run: F,
     }
-    Ok(RunOutput::new(state, ran, Vec::new()).at(checkpoint.as_ref()))
+}
+
+impl<F: Future> Future for Looping<F> {
+    type Output = F::Output;
+
+    #[inline(never)]
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        self.project().run.poll(cx)
+    }
 }
 
 /// When a node of this (subgraph) run sent the parent elsewhere with `goto_parent`, the run ends
 /// with the step: its checkpoint says so (no next tasks), so running the parent's task again
 /// does not continue it.
-fn end_if_sent_to_parent<C>(run: &RunShared<C>, tasks: &mut Vec<Task>) {
+fn end_if_sent_to_parent<C>(run: &RunShared<C>, tasks: &mut Tasks) {
     if run.parent_goto.get().is_some() {
         tasks.clear();
     }
+}
+
+/// Readies the slots of a step of `tasks` tasks: the outputs saved for them, or empty ones.
+fn fill_slots<S: State>(slots: &mut Slots<S>, saved: &mut Slots<S>, tasks: usize) {
+    slots.clear();
+    if saved.is_empty() {
+        for _ in 0..tasks {
+            slots.push(None);
+        }
+    } else {
+        slots.append(saved);
+    }
+}
+
+/// The task a failed merge is reported on: for a conflict, the second of the two tasks that
+/// wrote the field.
+fn conflicting_task<S: State, C>(graph: &Inner<S, C>, tasks: &[Task], error: &GraphError) -> usize {
+    let second = match error {
+        GraphError::InvalidUpdate { second, .. } => second.as_str(),
+        _ => "",
+    };
+    tasks.iter().rposition(|t| *graph.node_names[t.node as usize] == *second).unwrap_or(0)
 }
 
 /// A run that stopped on a failed step, with what it leaves.
@@ -279,6 +341,27 @@ impl<S: State, C> Stop<'_, S, C> {
 }
 
 impl<S: State, C> Stop<'_, S, C> {
+    /// Pauses the run on the interrupts its step raised (by task index): stores the step's
+    /// finished outputs and the interrupts with the checkpoint, for `resume`. Only a run on a
+    /// thread can pause.
+    async fn paused(
+        self,
+        persist: Option<Persist>,
+        state: S,
+        paused: Vec<(u32, Interrupt)>,
+    ) -> Result<RunOutput<S>, Halt<S>> {
+        let Some(persist) = persist else {
+            return Err(GraphError::InterruptWithoutThread { node: paused[0].1.node.clone() }.into());
+        };
+        let checkpoint = Arc::clone(persist.current());
+        let ending = StepEnding::Paused(&paused);
+        if let Err(error) = persist.end_step(self.graph, &state, self.tasks, self.slots, self.planner, ending).await {
+            return Err(refused(error, state).into());
+        }
+        let interrupts = paused.into_iter().map(|(_, interrupt)| interrupt).collect();
+        Ok(RunOutput::new(state, self.ran, interrupts).at(Some(&checkpoint)))
+    }
+
     /// Ends a run at the recursion limit, before step `step` runs: its tasks stay in the
     /// stored checkpoint for a later `resume`.
     async fn at_limit(self, persist: Option<Persist>, state: S, limit: u64) -> Halt<S> {

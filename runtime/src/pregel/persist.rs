@@ -651,6 +651,6 @@ fn writer_gone() -> GraphError {
 }
 
 /// The outputs already stored for the tasks of a checkpoint, as the executor takes them.
-pub(crate) fn saved_outputs<S: State>(outputs: Vec<Option<SavedOutput<S>>>) -> Vec<Option<NodeOutput<S>>> {
+pub(crate) fn saved_outputs<S: State>(outputs: Vec<Option<SavedOutput<S>>>) -> super::task::Slots<S> {
     outputs.into_iter().map(|o| o.map(|o| o.output)).collect()
 }

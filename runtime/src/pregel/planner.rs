@@ -3,16 +3,17 @@
 use crate::graph::{Inner, Target};
 use crate::node::{Goto, NodeOutput};
 use crate::pregel::Task;
+use crate::pregel::task::Tasks;
 use crate::state::State;
 
-/// Per-run bookkeeping that outlives one step: which nodes are already planned for the next
-/// step (by step stamp, so nothing is cleared between steps), join progress, deferred nodes.
+/// Per-run bookkeeping that outlives one step: join progress and deferred nodes. Nothing in it
+/// is sized by the graph: a run (a subgraph's, say) that triggers three nodes pays for three.
 pub(crate) struct Planner {
-    planned: Vec<u64>,
-    deferred: Vec<bool>,
-    /// How many nodes are deferred now.
-    waiting: usize,
+    /// The deferred nodes waiting for the run to run out of other work, in the order they were
+    /// deferred (each once).
+    deferred: Vec<u32>,
     join_slots: Vec<Vec<bool>>,
+    /// The nodes triggered for the next step so far, possibly more than once.
     pull: Vec<u32>,
     routed: Vec<u32>,
 }
@@ -20,9 +21,7 @@ pub(crate) struct Planner {
 impl Planner {
     pub(crate) fn new<S: State, C>(graph: &Inner<S, C>) -> Self {
         Self {
-            planned: vec![0; graph.nodes.len()],
-            deferred: vec![false; graph.nodes.len()],
-            waiting: 0,
+            deferred: Vec::new(),
             join_slots: graph.joins.iter().map(|j| vec![false; j.sources as usize]).collect(),
             pull: Vec::new(),
             routed: Vec::new(),
@@ -31,78 +30,113 @@ impl Planner {
 
     /// The tasks of a run's first step, from the state after its input: the nodes with an edge
     /// from START, where each router from START leads, then the Sends from START.
-    pub(crate) fn start<S: State, C>(&mut self, graph: &Inner<S, C>, state: &S) -> Vec<Task> {
-        // A stamp no step uses (steps count from 1, and `planned` starts at 0).
-        const FIRST: u64 = u64::MAX;
+    pub(crate) fn start<S: State, C>(&mut self, graph: &Inner<S, C>, state: &S) -> Tasks {
+        let start = &graph.start;
+        if let ([entry], [], []) = (&start.entries[..], &start.routers[..], &start.sends[..])
+            && !graph.nodes[*entry as usize].policy.defer
+        {
+            return smallvec::smallvec![Task::pull(*entry)];
+        }
         for &entry in &graph.start.entries {
-            self.trigger(graph, Target(entry), FIRST);
+            self.trigger(graph, Target(entry));
         }
         for router in &graph.start.routers {
-            self.trigger(graph, router.targets[(router.pick)(state)], FIRST);
+            self.trigger(graph, router.targets[(router.pick)(state)]);
         }
-        let mut tasks = self.take_pulled();
+        let mut tasks = Tasks::new();
+        self.take_pulled(&mut tasks);
         for (make, target) in &graph.start.sends {
             tasks.extend(make(state).into_iter().map(|payload| Task::send(*target, payload)));
         }
         tasks
     }
 
-    /// The tasks of the step after `step`: pulled nodes in declaration order (each once), then
-    /// Send tasks in the order they were sent. A task's node's static edges, the routes it
-    /// returned and its routers are all followed. Deferred nodes run when nothing else is left.
+    /// Replaces the tasks that ran (`tasks`, with their `outputs`) by the next step's: pulled
+    /// nodes in declaration order (each once), then Send tasks in the order they were sent. A
+    /// task's node's static edges, the routes it returned and its routers are all followed.
+    /// Deferred nodes run when nothing else is left. The list is reused, so a run allocates its
+    /// task list once, not once a step.
     pub(crate) fn plan<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
-        ran: &[Task],
+        tasks: &mut Tasks,
         outputs: &mut [Option<NodeOutput<S>>],
         state: &S,
-        step: u64,
-    ) -> Vec<Task> {
+    ) {
+        // A link of a chain: one task whose node has one edge and nothing else to follow.
+        if let ([task], [Some(output)]) = (&mut tasks[..], &*outputs) {
+            let node = &graph.nodes[task.node as usize];
+            if let [target] = *node.edges
+                && node.joins.is_empty()
+                && node.routers.is_empty()
+                && matches!(output.goto, Goto::Edges)
+                && output.sends.is_empty()
+            {
+                if target != Target::END && !graph.nodes[target.0 as usize].policy.defer {
+                    *task = Task::pull(target.0);
+                    return;
+                }
+                if target == Target::END && self.deferred.is_empty() {
+                    tasks.clear();
+                    return;
+                }
+            }
+        }
         let mut sends = Vec::new();
-        for (task, output) in ran.iter().zip(outputs.iter_mut()) {
+        for (task, output) in tasks.iter().zip(outputs.iter_mut()) {
             let Some(output) = output else { continue };
             let node = &graph.nodes[task.node as usize];
             for &(join, slot) in &*node.joins {
-                self.fill_join(graph, join, slot, step);
+                self.fill_join(graph, join, slot);
             }
             for &target in &*node.edges {
-                self.trigger(graph, target, step);
+                self.trigger(graph, target);
             }
             if let Goto::Routes(routes) = &output.goto {
                 for &route in routes {
-                    self.trigger(graph, node.routes[route as usize], step);
+                    self.trigger(graph, node.routes[route as usize]);
                 }
             }
             if !node.routers.is_empty() && !self.routed.contains(&task.node) {
                 self.routed.push(task.node);
             }
-            for payload in output.sends.drain(..) {
-                sends.push(Task::send(node.sends[payload.target as usize], payload.value));
+            if !output.sends.is_empty() {
+                for payload in output.sends.drain(..) {
+                    sends.push(Task::send(node.sends[payload.target as usize], payload.value));
+                }
             }
         }
         for i in 0..self.routed.len() {
             for router in &*graph.nodes[self.routed[i] as usize].routers {
-                self.trigger(graph, router.targets[(router.pick)(state)], step);
+                self.trigger(graph, router.targets[(router.pick)(state)]);
             }
         }
         self.routed.clear();
         if self.pull.is_empty() && sends.is_empty() {
             self.release_deferred();
         }
-        let mut tasks = self.take_pulled();
-        tasks.append(&mut sends);
-        tasks
+        tasks.clear();
+        self.take_pulled(tasks);
+        if !sends.is_empty() {
+            tasks.extend(sends);
+        }
     }
 
-    /// The nodes triggered so far, in declaration order, as tasks.
-    fn take_pulled(&mut self) -> Vec<Task> {
-        self.pull.sort_unstable();
-        self.pull.drain(..).map(Task::pull).collect()
+    /// The nodes triggered so far, in declaration order and each once, as tasks.
+    fn take_pulled(&mut self, tasks: &mut Tasks) {
+        if let [node] = self.pull[..] {
+            tasks.push(Task::pull(node));
+        } else {
+            self.pull.sort_unstable();
+            self.pull.dedup();
+            tasks.extend(self.pull.iter().copied().map(Task::pull));
+        }
+        self.pull.clear();
     }
 
     /// Adds `nodes` to `tasks` as pulled tasks where they are not already pulled (a command's
     /// `goto`), keeping pulled tasks in declaration order before Send tasks.
-    pub(crate) fn add_pulled(tasks: &mut Vec<Task>, nodes: &[u32]) {
+    pub(crate) fn add_pulled(tasks: &mut Tasks, nodes: &[u32]) {
         for &node in nodes {
             if tasks.iter().any(|t| t.node == node && t.payload.is_none()) {
                 continue;
@@ -114,58 +148,46 @@ impl Planner {
 
     /// Deferred nodes and join progress, to store in a checkpoint.
     pub(crate) fn saved(&self) -> (Vec<u32>, &[Vec<bool>]) {
-        // Most graphs defer nothing: no walk over every node at every step then.
-        let deferred = if self.waiting == 0 {
-            Vec::new()
-        } else {
-            (0..self.deferred.len() as u32).filter(|&n| self.deferred[n as usize]).collect()
-        };
+        let mut deferred = self.deferred.clone();
+        deferred.sort_unstable();
         (deferred, &self.join_slots)
     }
 
     /// Restores what [`Planner::saved`] returned.
     pub(crate) fn restore(&mut self, deferred: &[u32], joins: Vec<Vec<bool>>) {
         for &node in deferred {
-            if !std::mem::replace(&mut self.deferred[node as usize], true) {
-                self.waiting += 1;
-            }
+            self.defer(node);
         }
         self.join_slots = joins;
     }
 
-    fn trigger<S: State, C>(&mut self, graph: &Inner<S, C>, target: Target, step: u64) {
+    fn trigger<S: State, C>(&mut self, graph: &Inner<S, C>, target: Target) {
         if target == Target::END {
             return;
         }
-        let node = target.0 as usize;
-        if graph.nodes[node].policy.defer {
-            if !std::mem::replace(&mut self.deferred[node], true) {
-                self.waiting += 1;
-            }
-        } else if self.planned[node] != step {
-            self.planned[node] = step;
+        if graph.nodes[target.0 as usize].policy.defer {
+            self.defer(target.0);
+        } else {
             self.pull.push(target.0);
         }
     }
 
-    fn fill_join<S: State, C>(&mut self, graph: &Inner<S, C>, join: u32, slot: u32, step: u64) {
+    fn defer(&mut self, node: u32) {
+        if !self.deferred.contains(&node) {
+            self.deferred.push(node);
+        }
+    }
+
+    fn fill_join<S: State, C>(&mut self, graph: &Inner<S, C>, join: u32, slot: u32) {
         let slots = &mut self.join_slots[join as usize];
         slots[slot as usize] = true;
         if slots.iter().all(|&filled| filled) {
             slots.fill(false);
-            self.trigger(graph, graph.joins[join as usize].target, step);
+            self.trigger(graph, graph.joins[join as usize].target);
         }
     }
 
     fn release_deferred(&mut self) {
-        if self.waiting == 0 {
-            return;
-        }
-        self.waiting = 0;
-        for (node, waiting) in self.deferred.iter_mut().enumerate() {
-            if std::mem::take(waiting) {
-                self.pull.push(node as u32);
-            }
-        }
+        self.pull.append(&mut self.deferred);
     }
 }

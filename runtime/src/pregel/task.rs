@@ -1,11 +1,11 @@
 //! Running the tasks of one super-step.
 
 use crate::error::{GraphError, NodeError};
-use crate::graph::{Action, CompiledNode, Inner, NodeResult};
+use crate::graph::{Action, CompiledNode, Inner, NodeResult, SyncFn};
 use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
-use crate::pregel::events;
 use crate::pregel::persist::Persist;
+use crate::pregel::{boxed, events};
 use crate::runtime::{RunShared, Runtime, TaskInfo};
 use crate::state::State;
 use crate::stream::Sink;
@@ -17,6 +17,13 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 use tracing::Instrument;
+
+/// The tasks of a step, inline when there is one (see [`Slots`]).
+pub(crate) type Tasks = smallvec::SmallVec<[Task; 1]>;
+
+/// The outputs of a step's tasks, by task index. Inline when the step has one task: a chain of
+/// nodes, and a subgraph's run, then allocate no lists.
+pub(crate) type Slots<S> = smallvec::SmallVec<[Option<NodeOutput<S>>; 1]>;
 
 /// One task of a step: a node to run, with its Send payload if a Send started it.
 pub(crate) struct Task {
@@ -58,31 +65,111 @@ pub(crate) type StepResult = Result<Vec<(u32, Interrupt)>, StepFailure>;
 /// run is. A failure cancels the tasks still running and fails the step, leaving the slots of
 /// the tasks that finished filled (so their writes can be kept). An interrupt is not a failure:
 /// the other tasks run on, and the step returns every interrupt raised, by task index.
+///
+/// A step of one task (a chain, and most steps of a subgraph) runs it in place, a sync node by a
+/// plain call; anything more runs in a boxed future. The future of a run, which a subgraph node
+/// boxes whole, then only has room for the lean case.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
-    graph: &Inner<S, C>,
+pub(crate) fn run_step<'a, S: State, C: Send + Sync + 'static>(
+    graph: &'a Inner<S, C>,
+    state: &'a S,
+    run: &'a Arc<RunShared<C>>,
+    at: At<'a>,
+    tasks: &'a [Task],
+    slots: &'a mut [Option<NodeOutput<S>>],
+    persist: Option<&'a mut Persist>,
+    sink: Option<&'a Sink<S>>,
+) -> impl Future<Output = StepResult> + 'a {
+    let mut ending = Ending { graph, at, tasks, persist, sink, alone: tasks.len() == 1, paused: Vec::new() };
+    async move {
+        let ([task], [None]) = (tasks, &*slots) else {
+            return boxed(|| run_many(ending, state, run, slots)).await;
+        };
+        let node = &graph.nodes[task.node as usize];
+        let result = match &node.action {
+            Action::Sync(f) if node.policy.retry.is_empty() => call_sync(graph, &**f, state, run, at, 0, task),
+            _ => run_task(graph, state, run, at, 0, task).await,
+        };
+        let result = ending.store_and_stream(0, result).await?;
+        ending.record(0, result, slots)?;
+        Ok(ending.paused)
+    }
+}
+
+/// [`run_step`] for a step of several tasks (or one resumed with some outputs saved).
+async fn run_many<S: State, C: Send + Sync + 'static>(
+    mut ending: Ending<'_, S, C>,
     state: &S,
     run: &Arc<RunShared<C>>,
-    at: At<'_>,
-    tasks: &[Task],
     slots: &mut [Option<NodeOutput<S>>],
-    mut persist: Option<&mut Persist>,
-    sink: Option<&Sink<S>>,
 ) -> StepResult {
-    let mut paused = Vec::new();
-    let alone = tasks.len() == 1;
-    let mut finish = async |index: usize, result: Result<NodeOutput<S>, Stop>, slots: &mut [Option<NodeOutput<S>>]| {
-        let task = &tasks[index];
+    let (graph, at, tasks) = (ending.graph, ending.at, ending.tasks);
+    let mut pending = FuturesUnordered::new();
+    for (index, task) in tasks.iter().enumerate() {
+        if slots[index].is_some() {
+            continue;
+        }
+        let node = &graph.nodes[task.node as usize];
+        if let (Action::Sync(f), true) = (&node.action, node.policy.retry.is_empty()) {
+            let result = call_sync(graph, &**f, state, run, at, index as u32, task);
+            let result = ending.store_and_stream(index, result).await?;
+            ending.record(index, result, slots)?;
+        } else {
+            pending.push(async move { (index, run_task(graph, state, run, at, index as u32, task).await) });
+        }
+    }
+    while let Some((index, result)) = pending.next().await {
+        let result = ending.store_and_stream(index, result).await?;
+        ending.record(index, result, slots)?;
+    }
+    let mut paused = ending.paused;
+    paused.sort_by_key(|(index, _)| *index);
+    Ok(paused)
+}
+
+/// What happens to each task of a step as it finishes.
+struct Ending<'a, S: State, C> {
+    graph: &'a Inner<S, C>,
+    at: At<'a>,
+    tasks: &'a [Task],
+    persist: Option<&'a mut Persist>,
+    sink: Option<&'a Sink<S>>,
+    /// The step has one task, whose write goes into the checkpoint after it.
+    alone: bool,
+    /// The interrupts raised so far, by task index.
+    paused: Vec<(u32, Interrupt)>,
+}
+
+impl<S: State, C> Ending<'_, S, C> {
+    /// Gives task `index`'s output its ids; then, on a thread, stores it (or holds it for the
+    /// checkpoint; a failure to store it becomes the task's), and on a streamed run sends the
+    /// task's events. Only runs that store or stream await anything, in a boxed future.
+    async fn store_and_stream(
+        &mut self,
+        index: usize,
+        result: Result<NodeOutput<S>, Stop>,
+    ) -> Result<Result<NodeOutput<S>, Stop>, StepFailure> {
         let result = result.map(|mut output| {
             crate::state::Update::fill_ids(&mut *output.update);
             output
         });
-        let result = match (result, persist.as_deref_mut()) {
+        if self.persist.is_none() && self.sink.is_none() {
+            return Ok(result);
+        }
+        boxed(|| self.store_then_stream(index, result)).await
+    }
+
+    /// The awaiting part of [`Ending::store_and_stream`].
+    async fn store_then_stream(
+        &mut self,
+        index: usize,
+        result: Result<NodeOutput<S>, Stop>,
+    ) -> Result<Result<NodeOutput<S>, Stop>, StepFailure> {
+        let task = &self.tasks[index];
+        let result = match (result, self.persist.as_deref_mut()) {
             (Ok(output), Some(persist)) => {
-                let saved = match persist.save_finished(graph, index, task, &output, alone) {
-                    // Boxed, like the event below: only steps that store a task's write before
-                    // their checkpoint (tasks with siblings) pay for room in this future.
-                    Ok(Some(write)) => Box::pin(persist.store_writes(vec![write])).await,
+                let saved = match persist.save_finished(self.graph, index, task, &output, self.alone) {
+                    Ok(Some(write)) => persist.store_writes(vec![write]).await,
                     Ok(None) => Ok(()),
                     Err(error) => Err(error),
                 };
@@ -98,42 +185,29 @@ pub(crate) async fn run_step<S: State, C: Send + Sync + 'static>(
             }
             (result, _) => result,
         };
-        if let Some(sink) = sink {
-            Box::pin(events::task_finished(graph, sink, at.step, index, task, &result))
+        if let Some(sink) = self.sink {
+            events::task_finished(self.graph, sink, self.at.step, index, task, &result)
                 .await
                 .map_err(|error| StepFailure { task: index, error })?;
         }
+        Ok(result)
+    }
+
+    /// Puts task `index`'s output in its slot, or its interrupt with the others; a failure fails
+    /// the step.
+    fn record(
+        &mut self,
+        index: usize,
+        result: Result<NodeOutput<S>, Stop>,
+        slots: &mut [Option<NodeOutput<S>>],
+    ) -> Result<(), StepFailure> {
         match result {
             Ok(output) => slots[index] = Some(output),
             Err(Stop::Failed(error)) => return Err(StepFailure { task: index, error }),
-            Err(Stop::Paused(interrupt)) => paused.push((index as u32, interrupt)),
+            Err(Stop::Paused(interrupt)) => self.paused.push((index as u32, interrupt)),
         }
         Ok(())
-    };
-    if let ([task], [None]) = (tasks, &*slots) {
-        let result = run_task(graph, state, run, at, 0, task).await;
-        finish(0, result, slots).await?;
-        return Ok(paused);
     }
-    let mut pending = FuturesUnordered::new();
-    for (index, task) in tasks.iter().enumerate() {
-        if slots[index].is_some() {
-            continue;
-        }
-        let node = &graph.nodes[task.node as usize];
-        let plain_sync = matches!(node.action, Action::Sync(_)) && node.policy.retry.is_empty();
-        if plain_sync {
-            let result = run_task(graph, state, run, at, index as u32, task).await;
-            finish(index, result, slots).await?;
-        } else {
-            pending.push(async move { (index, run_task(graph, state, run, at, index as u32, task).await) });
-        }
-    }
-    while let Some((index, result)) = pending.next().await {
-        finish(index, result, slots).await?;
-    }
-    paused.sort_by_key(|(index, _)| *index);
-    Ok(paused)
 }
 
 /// Where the tasks of a step run: its number, and the checkpoint they belong to (if any).
@@ -155,58 +229,138 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
     task: &Task,
 ) -> Result<NodeOutput<S>, Stop> {
     let node = &graph.nodes[task.node as usize];
-    let step = at.step;
+    let results = call_results(node, at, index, task);
     let mut attempt = 1;
-    // Only a task that can run again needs its calls' results: one on a stored thread, one
-    // resumed with results, or one its policy retries.
-    let results = (at.calls.is_some() || task.results.is_some() || !node.policy.retry.is_empty())
-        .then(|| Arc::new(super::calls::CallResults::new(task.results.as_ref(), at.calls, at.checkpoint, index)));
     loop {
-        let rt = Runtime {
-            run: Arc::clone(run),
-            task: TaskInfo { step, node: task.node, index, attempt },
-            answers: task.answers.clone(),
-            checkpoint: at.checkpoint.cloned(),
-            interrupt_calls: AtomicU32::new(0),
-            results: results.clone(),
-        };
-        let span = tracing::info_span!(
-            "node",
-            graph = %graph.name,
-            node = %node.name,
-            step,
-            task = index,
-            attempt,
-            run = run.run_id,
-            thread = run.thread_id.as_deref().unwrap_or(""),
-        );
+        let rt = runtime(run, at, index, task, attempt, results.clone());
+        let span = span(graph, node, run, at.step, index, attempt);
         let error = match attempt_once(node, state, &rt, task).instrument(span).await {
             Ok(output) => return Ok(output),
-            Err(error) => match error.take_interrupt() {
-                Ok(interrupt) => return Err(Stop::Paused(interrupt)),
-                Err(error) => error,
-            },
+            Err(error) => error,
         };
-        // A spent budget stays spent: retrying the node could only fail again.
-        if let Some(limit) = run.meter.exceeded() {
-            return Err(Stop::Failed(GraphError::BudgetExceeded { node: node.name.to_string(), step, limit }));
-        }
-        match node.policy.retry_after(&error, attempt) {
-            Some(policy) => {
-                tracing::debug!(node = %node.name, step, attempt, %error, "node failed; retrying");
-                tokio::time::sleep(policy.backoff(attempt)).await;
-                attempt += 1;
-            }
-            None => {
-                return Err(Stop::Failed(GraphError::Node {
-                    node: node.name.to_string(),
-                    step,
-                    attempts: attempt,
-                    source: error.into_box(),
-                }));
-            }
-        }
+        let policy = retry(node, run, at.step, attempt, error)?;
+        // Boxed, like a timeout below: only nodes with a policy pay for room for a timer.
+        Box::pin(tokio::time::sleep(policy.backoff(attempt))).await;
+        attempt += 1;
     }
+}
+
+/// A task of a sync node without retries, called in place: what [`run_task`] does for it, with
+/// no future.
+fn call_sync<S: State, C: Send + Sync + 'static>(
+    graph: &Inner<S, C>,
+    f: &SyncFn<S, C>,
+    state: &S,
+    run: &Arc<RunShared<C>>,
+    at: At<'_>,
+    index: u32,
+    task: &Task,
+) -> Result<NodeOutput<S>, Stop> {
+    let node = &graph.nodes[task.node as usize];
+    let rt = runtime(run, at, index, task, 1, call_results(node, at, index, task));
+    let input = task.payload.as_deref();
+    let called = span(graph, node, run, at.step, index, 1)
+        .in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| f(state, &rt, input))))
+        .unwrap_or_else(|payload| Err(NodeError::panicked(&*payload)));
+    called.map_err(|error| stop(node, run, at.step, error))
+}
+
+/// The results of calls an earlier run of the task finished, kept across its attempts. Only a
+/// task that can run again needs them: one on a stored thread, one resumed with results, or one
+/// its policy retries.
+fn call_results<S: State, C>(
+    node: &CompiledNode<S, C>,
+    at: At<'_>,
+    index: u32,
+    task: &Task,
+) -> Option<Arc<super::calls::CallResults>> {
+    (at.calls.is_some() || task.results.is_some() || !node.policy.retry.is_empty())
+        .then(|| Arc::new(super::calls::CallResults::new(task.results.as_ref(), at.calls, at.checkpoint, index)))
+}
+
+/// The [`Runtime`] of attempt `attempt` of task `index`.
+fn runtime<C>(
+    run: &Arc<RunShared<C>>,
+    at: At<'_>,
+    index: u32,
+    task: &Task,
+    attempt: u32,
+    results: Option<Arc<super::calls::CallResults>>,
+) -> Runtime<C> {
+    Runtime {
+        run: Arc::clone(run),
+        task: TaskInfo { step: at.step, node: task.node, index, attempt },
+        answers: task.answers.clone(),
+        checkpoint: at.checkpoint.cloned(),
+        interrupt_calls: AtomicU32::new(0),
+        results,
+    }
+}
+
+/// The tracing span of one attempt of a task.
+fn span<S: State, C>(
+    graph: &Inner<S, C>,
+    node: &CompiledNode<S, C>,
+    run: &RunShared<C>,
+    step: u64,
+    index: u32,
+    attempt: u32,
+) -> tracing::Span {
+    tracing::info_span!(
+        "node",
+        graph = %graph.name,
+        node = %node.name,
+        step,
+        task = index,
+        attempt,
+        run = run.run_id,
+        thread = run.thread_id.as_deref().unwrap_or(""),
+    )
+}
+
+/// What a failed attempt leads to: the policy to retry under, or how the task stops.
+fn retry<'a, S: State, C>(
+    node: &'a CompiledNode<S, C>,
+    run: &RunShared<C>,
+    step: u64,
+    attempt: u32,
+    error: NodeError,
+) -> Result<&'a crate::policy::RetryPolicy, Stop> {
+    let error = interrupt_or(error)?;
+    if let Some(stop) = spent(node, run, step) {
+        return Err(stop);
+    }
+    match node.policy.retry_after(&error, attempt) {
+        Some(policy) => {
+            tracing::debug!(node = %node.name, step, attempt, %error, "node failed; retrying");
+            Ok(policy)
+        }
+        None => Err(failed(node, step, attempt, error)),
+    }
+}
+
+/// How a task without retries stops after its attempt failed with `error`.
+fn stop<S: State, C>(node: &CompiledNode<S, C>, run: &RunShared<C>, step: u64, error: NodeError) -> Stop {
+    match interrupt_or(error) {
+        Ok(error) => spent(node, run, step).unwrap_or_else(|| failed(node, step, 1, error)),
+        Err(paused) => paused,
+    }
+}
+
+/// An interrupt pauses the task; any other error is the attempt's.
+fn interrupt_or(error: NodeError) -> Result<NodeError, Stop> {
+    error.take_interrupt().map_or_else(Ok, |interrupt| Err(Stop::Paused(interrupt)))
+}
+
+/// A spent budget stays spent: retrying the node could only fail again.
+fn spent<S: State, C>(node: &CompiledNode<S, C>, run: &RunShared<C>, step: u64) -> Option<Stop> {
+    let limit = run.meter.exceeded()?;
+    Some(Stop::Failed(GraphError::BudgetExceeded { node: node.name.to_string(), step, limit }))
+}
+
+/// The task failed with `error` on attempt `attempt`, its last.
+fn failed<S: State, C>(node: &CompiledNode<S, C>, step: u64, attempts: u32, error: NodeError) -> Stop {
+    Stop::Failed(GraphError::Node { node: node.name.to_string(), step, attempts, source: error.into_box() })
 }
 
 /// One attempt. A panic inside the node becomes a [`NodeError`] instead of unwinding
@@ -225,7 +379,7 @@ async fn attempt_once<S: State, C: Send + Sync + 'static>(
             let attempt = AssertUnwindSafe(f(state, rt, input)).catch_unwind();
             let outcome = match node.policy.timeout {
                 None => attempt.await,
-                Some(limit) => match tokio::time::timeout(limit, attempt).await {
+                Some(limit) => match Box::pin(tokio::time::timeout(limit, attempt)).await {
                     Ok(outcome) => outcome,
                     Err(_) => return Err(NodeError::timeout(limit)),
                 },

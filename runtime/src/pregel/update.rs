@@ -139,7 +139,7 @@ async fn apply<S: State, C>(
             Vec::new()
         }
         many => {
-            let mut ran = Vec::with_capacity(many.len());
+            let mut ran = crate::pregel::task::Tasks::with_capacity(many.len());
             for (_, as_node) in many.iter() {
                 let AsNode::Node(node) = *as_node else { continue };
                 let spec = &graph.nodes[node as usize];
@@ -166,7 +166,8 @@ async fn apply<S: State, C>(
             state.apply_step(&mut refs);
             let mut outputs: Vec<Option<NodeOutput<S>>> =
                 ran.iter().map(|_| Some(NodeOutput::update(S::Update::default()))).collect();
-            planner.plan(graph, &ran, &mut outputs, &state, u64::MAX)
+            planner.plan(graph, &mut ran, &mut outputs, &state);
+            ran.into_vec()
         }
     };
     let (parent, step) = base.map_or(("", 0), |b| (b.id.as_str(), b.step + 1));
