@@ -327,18 +327,21 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                     RunInput::Command(_) => cfg.checkpoint_id.as_deref(),
                     RunInput::Update(_) => None,
                 };
-                // Boxed: a run on a thread holds the persistence machinery, which would make every
-                // `invoke` future large; one allocation is nothing beside a checkpoint.
-                let run = Box::pin(pregel::execute_on_thread(
-                    &self.inner,
-                    input,
-                    shared,
-                    limit,
-                    Arc::clone(thread),
-                    cfg.durability,
-                    from,
-                    sink,
-                ));
+                // Boxed, and made in the box's own frame: a run on a thread holds the persistence
+                // machinery, which would make every `invoke` future (and its stack frame) large;
+                // one allocation is nothing beside a checkpoint.
+                let run = pregel::boxed(|| {
+                    pregel::execute_on_thread(
+                        &self.inner,
+                        input,
+                        shared,
+                        limit,
+                        Arc::clone(thread),
+                        cfg.durability,
+                        from,
+                        sink,
+                    )
+                });
                 with_deadline(cfg, run).await
             }
         }
