@@ -17,7 +17,6 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
     scope: Scope<'_>,
 ) -> Result<ModelReply, ModelError> {
     scope.meter.admit()?;
-    let hash = prompt_hash(model.model(), messages, settings);
     // Pieces go to the run's stream only when it streams `messages`; the sink drops them otherwise.
     let watched = scope.streams_messages();
     let stream = settings.streaming.unwrap_or(watched);
@@ -26,7 +25,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
         "model_call",
         provider = model.provider(),
         model = model.model(),
-        prompt_hash = %hash,
+        prompt_hash = tracing::field::Empty,
         node = scope.node,
         step = scope.step,
         attempt = tracing::field::Empty,
@@ -35,6 +34,12 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
         cached_tokens = tracing::field::Empty,
         cost = tracing::field::Empty,
     );
+    // The hash (a canonical JSON of the whole prompt through SHA-256: most of an agent's own
+    // time per call) is made for its readers only: a subscriber that takes the span, or the log.
+    let hash = (scope.log.is_some() || !span.is_disabled()).then(|| prompt_hash(model.model(), messages, settings));
+    if let Some(hash) = &hash {
+        span.record("prompt_hash", hash.as_str());
+    }
     let started = Instant::now();
     let mut attempts = 0;
     let result = async {
@@ -92,7 +97,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
                 node: scope.node.to_owned(),
                 provider: model.provider().to_owned(),
                 model: model.model().to_owned(),
-                prompt_hash: hash,
+                prompt_hash: hash.unwrap_or_else(|| prompt_hash(model.model(), messages, settings)),
                 attempts,
                 usage,
                 error,
