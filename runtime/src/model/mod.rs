@@ -4,8 +4,9 @@
 //! A node calls a model with `model.invoke(&state.messages, rt).await?`. Inside a run the call
 //! streams its text and tool-call pieces into the run's `messages` stream under the reply's
 //! message id, adds its [`Usage`] to the run's total ([`RunOutput::usage`]), counts against the
-//! run's [`Budget`] and deadline, is retried when that is safe, and is a `tracing` span and an
-//! entry of the run's event log carrying its [`prompt_hash`].
+//! run's [`Budget`] and deadline, is retried when that is safe, and is a `tracing` span
+//! (`model_call`) and an entry of the run's event log carrying its [`prompt_hash`]. The hash is
+//! computed only when something reads it: a subscriber that takes the span, or the run's log.
 //!
 //! ```
 //! use graphwright::model::{ChatModel, ScriptedModel};
