@@ -231,60 +231,6 @@ async fn every_call_is_logged_with_its_prompt_hash_attempts_and_usage() {
     assert_eq!(calls[0].3, expected);
 }
 
-/// Keeps the `prompt_hash` recorded on every span it is given.
-#[derive(Default)]
-struct SpanHashes(std::sync::Mutex<Vec<String>>);
-
-impl tracing::field::Visit for &SpanHashes {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "prompt_hash" {
-            self.0.lock().unwrap().push(value.to_owned());
-        }
-    }
-
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "prompt_hash" {
-            self.0.lock().unwrap().push(format!("{value:?}"));
-        }
-    }
-}
-
-impl tracing::Subscriber for SpanHashes {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-
-    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        span.record(&mut &*self);
-        tracing::span::Id::from_u64(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-    }
-
-    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
-        values.record(&mut &*self);
-    }
-
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-
-    fn event(&self, _: &tracing::Event<'_>) {}
-
-    fn enter(&self, _: &tracing::span::Id) {}
-
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-#[tokio::test]
-async fn a_subscriber_sees_each_calls_prompt_hash_without_a_log() {
-    let hashes = Arc::new(SpanHashes::default());
-    let _listening = tracing::subscriber::set_default(Arc::clone(&hashes));
-    let model = ScriptedModel::new([Message::assistant("done")]);
-    let app = chat::graph().compile().unwrap();
-    app.invoke(question(), &RunConfig::default().context(model.clone())).await.unwrap();
-    let requests = model.requests();
-    let expected = graphwright::model::prompt_hash("scripted", &requests[0].messages, &requests[0].settings);
-    assert_eq!(*hashes.0.lock().unwrap(), [expected]);
-}
-
 #[tokio::test]
 async fn structured_output_that_never_parses_is_invalid_output_with_the_raw_reply() {
     #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
