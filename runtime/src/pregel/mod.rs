@@ -170,15 +170,13 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
             while !tasks.is_empty() {
                 if ran == limit {
                     let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step: step + 1, ran };
-                    return Err(boxed(|| stop.at_limit(persist.map(|p| *p), state, limit)).await);
+                    return Err(boxed(|| stop.at_limit(persist, state, limit)).await);
                 }
                 if !(resumed && ran == 0)
                     && let Some(at) = breakpoint(&tasks, |n| graph.nodes[n].interrupt_before || run.breaks_at(n, false))
                 {
-                    return boxed(|| {
-                        pause_at_breakpoint(graph, state, &tasks, &planner, persist.map(|p| *p), at, "before", ran)
-                    })
-                    .await;
+                    return boxed(|| pause_at_breakpoint(graph, state, &tasks, &planner, persist, at, "before", ran))
+                        .await;
                 }
                 ran += 1;
                 step += 1;
@@ -201,20 +199,17 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
                     Err(failure) => {
                         let text = events::failure_text(&failure.error);
                         let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
-                        return Err(boxed(|| {
-                            stop.failed(persist.map(|p| *p), state, failure.task, text, failure.error)
-                        })
-                        .await);
+                        return Err(boxed(|| stop.failed(persist, state, failure.task, text, failure.error)).await);
                     }
                 };
                 if !paused.is_empty() {
                     let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
-                    return boxed(|| stop.paused(persist.map(|p| *p), state, paused)).await;
+                    return boxed(|| stop.paused(persist, state, paused)).await;
                 }
                 if let Err(error) = merge::apply(graph, &mut state, &tasks, &mut slots, step) {
                     let task = conflicting_task(graph, &tasks, &error);
                     let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step, ran };
-                    return Err(boxed(|| stop.failed(persist.map(|p| *p), state, task, error.to_string(), error)).await);
+                    return Err(boxed(|| stop.failed(persist, state, task, error.to_string(), error)).await);
                 }
                 if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Values)) {
                     boxed(|| sink.send(step, EventKind::Values(state.clone()))).await?;
@@ -237,10 +232,8 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
                     }
                 }
                 if let (Some(at), false) = (after, tasks.is_empty()) {
-                    return boxed(|| {
-                        pause_at_breakpoint(graph, state, &tasks, &planner, persist.map(|p| *p), at, "after", ran)
-                    })
-                    .await;
+                    return boxed(|| pause_at_breakpoint(graph, state, &tasks, &planner, persist, at, "after", ran))
+                        .await;
                 }
             }
             let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
@@ -324,7 +317,14 @@ struct Stop<'a, S: State, C> {
 impl<S: State, C> Stop<'_, S, C> {
     /// Stores what the failed step left (the finished tasks' outputs, the failure of task
     /// `task`) and returns the failed run.
-    async fn failed(self, persist: Option<Persist>, state: S, task: usize, text: String, error: GraphError) -> Halt<S> {
+    async fn failed(
+        self,
+        persist: Option<Box<Persist>>,
+        state: S,
+        task: usize,
+        text: String,
+        error: GraphError,
+    ) -> Halt<S> {
         let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
         if let Some(persist) = persist {
             let ending = StepEnding::Failed(vec![(task as u32, text.clone())]);
@@ -346,7 +346,7 @@ impl<S: State, C> Stop<'_, S, C> {
     /// thread can pause.
     async fn paused(
         self,
-        persist: Option<Persist>,
+        persist: Option<Box<Persist>>,
         state: S,
         paused: Vec<(u32, Interrupt)>,
     ) -> Result<RunOutput<S>, Halt<S>> {
@@ -364,7 +364,7 @@ impl<S: State, C> Stop<'_, S, C> {
 
     /// Ends a run at the recursion limit, before step `step` runs: its tasks stay in the
     /// stored checkpoint for a later `resume`.
-    async fn at_limit(self, persist: Option<Persist>, state: S, limit: u64) -> Halt<S> {
+    async fn at_limit(self, persist: Option<Box<Persist>>, state: S, limit: u64) -> Halt<S> {
         let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
         if let Some(persist) = persist
             && let Err(error) = persist.abort(self.graph, &state, self.tasks, self.planner).await
@@ -391,7 +391,7 @@ async fn pause_at_breakpoint<S: State, C>(
     state: S,
     tasks: &[Task],
     planner: &Planner,
-    persist: Option<Persist>,
+    persist: Option<Box<Persist>>,
     (task, node): (u32, u32),
     when: &str,
     ran: u64,
