@@ -399,3 +399,66 @@ async fn an_interrupt_in_a_subgraph_without_a_thread_is_an_error_naming_the_node
     let inner = std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default();
     assert!(inner.contains("ask"), "the innermost node is named: {inner}");
 }
+
+#[graph]
+mod fragile {
+    use super::*;
+
+    #[state]
+    pub struct State {
+        pub n: u32,
+        #[reducer(append)]
+        pub seen: Vec<u32>,
+    }
+
+    #[node(entry, next = END)]
+    fn check(state: &State) -> StateUpdate {
+        assert!(state.n < 10, "too big: {}", state.n);
+        StateUpdate::new().seen(vec![state.n])
+    }
+}
+
+/// The error and every error under it, one per line.
+fn chain(error: &GraphError) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        text.push('\n');
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn subgraphs_of_sync_nodes_end_the_same_run_in_place_as_run_as_tasks() {
+    let middle = StateGraph::<fragile::State>::new()
+        .name("middle")
+        .add_subgraph("inner", fragile::graph())
+        .add_edge(START, "inner")
+        .add_edge("inner", END);
+    let app = StateGraph::<fragile::State>::new()
+        .add_subgraph("outer", middle)
+        .add_edge(START, "outer")
+        .add_edge("outer", END)
+        .compile()
+        .unwrap();
+    // Without a thread nothing can make these subgraphs wait, so they run in place; on a
+    // thread each is a task of its own that checkpoints in its namespace.
+    let plain = app.invoke(fragile::StateUpdate::new().n(3), &RunConfig::default()).await.unwrap();
+    let stored = app.invoke(fragile::StateUpdate::new().n(3), &RunConfig::thread("fragile-ok")).await.unwrap();
+    assert_eq!((plain.state.n, &plain.state.seen), (3, &vec![3]));
+    assert_eq!((stored.state.n, &stored.state.seen), (3, &vec![3]));
+
+    let in_place = app.invoke(fragile::StateUpdate::new().n(12), &RunConfig::default()).await.unwrap_err();
+    let as_task = app.invoke(fragile::StateUpdate::new().n(12), &RunConfig::thread("fragile-panic")).await.unwrap_err();
+    for error in [&in_place, &as_task] {
+        let GraphError::Node { node, .. } = error else { panic!("{error}") };
+        assert_eq!(node, "outer");
+        let text = chain(error);
+        for part in ["subgraph `middle` failed", "subgraph `fragile` failed", "`check`", "too big: 12"] {
+            assert!(text.contains(part), "{part} in {text}");
+        }
+    }
+    assert_eq!(chain(&in_place), chain(&as_task));
+}

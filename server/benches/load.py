@@ -9,6 +9,8 @@ Usage: python load.py URL PID [--runs N] [--concurrency C] [--first-events M] [-
 - server CPU per run: the CPU time the server's processes used during those runs, per run. On
   a small machine the client can be the bottleneck of runs/s; this says what each run cost
   the server whatever the client's speed.
+- client CPU per run: the same for this script's own process, so that the runs/s the client
+  could reach on its own (at most 1000 / this, per core it has) is known beside the server's.
 - RSS: the server process and its children (from /proc), idle before the load and right after.
 """
 
@@ -121,9 +123,9 @@ async def main():
     client = get_client(url=args.url, api_key=None)
     await one_run(client)  # warm up: the graph is loaded and the first request served
     idle = rss_kib(args.pid)
-    cpu = cpu_seconds(args.pid)
+    cpu, own = cpu_seconds(args.pid), time.process_time()
     done, seconds = await throughput(client, args.runs, args.concurrency, args.time_limit)
-    cpu = cpu_seconds(args.pid) - cpu
+    cpu, own = cpu_seconds(args.pid) - cpu, time.process_time() - own
     loaded = rss_kib(args.pid)
     p50, p99 = await first_events(client, args.first_events)
     print(json.dumps({
@@ -131,6 +133,7 @@ async def main():
         "seconds": round(seconds, 3),
         "runs_per_s": round(done / seconds, 1),
         "server_cpu_ms_per_run": round(cpu * 1000 / done, 3),
+        "client_cpu_ms_per_run": round(own * 1000 / done, 3),
         "first_event_p50_ms": round(p50 * 1000, 2),
         "first_event_p99_ms": round(p99 * 1000, 2),
         "rss_idle_mib": round(idle / 1024, 1),

@@ -62,6 +62,7 @@ import json, sys
 ours, theirs = (json.loads(x) for x in sys.argv[1:])
 print(f"runs/s:            {ours['runs_per_s'] / theirs['runs_per_s']:.1f}x more")
 print(f"server CPU per run: {theirs['server_cpu_ms_per_run'] / ours['server_cpu_ms_per_run']:.1f}x less")
+print(f"client CPU per run: {ours['client_cpu_ms_per_run']} ms against ours, {theirs['client_cpu_ms_per_run']} ms against LangGraph's")
 for key in ("first_event_p50_ms", "first_event_p99_ms"):
     print(f"{key}: {theirs[key] / ours[key]:.1f}x lower")
 for key in ("rss_idle_mib", "rss_loaded_mib"):

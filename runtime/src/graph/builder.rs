@@ -629,6 +629,8 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             })
             .collect();
         let node_names: Arc<[Arc<str>]> = nodes.iter().map(|n| n.name.clone()).collect();
+        let runs_in_place =
+            nodes.iter().all(|n| n.action.never_waits() && n.policy.retry.is_empty() && n.policy.timeout.is_none());
         CompiledGraph::new(Inner {
             name: self.name,
             node_index: node_names.iter().enumerate().map(|(i, n)| (Arc::clone(n), i as u32)).collect(),
@@ -637,6 +639,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             start,
             joins,
             recursion_limit: self.recursion_limit,
+            runs_in_place,
             default_context: self.default_context,
             saver: self.saver.unwrap_or_else(|| Arc::new(MemorySaver::new())),
             store: self.store,

@@ -114,6 +114,9 @@ pub(crate) struct Inner<S: State, C> {
     pub(crate) start: Start<S>,
     pub(crate) joins: Vec<JoinSpec>,
     pub(crate) recursion_limit: u64,
+    /// Every node is sync (or a subgraph of sync nodes) with no retry or timeout: a run that
+    /// neither stores nor streams never waits, so a parent may run it in place.
+    pub(crate) runs_in_place: bool,
     pub(crate) default_context: Option<fn() -> C>,
     /// Where runs with a thread keep their checkpoints.
     pub(crate) saver: Arc<dyn Checkpointer>,
@@ -405,6 +408,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             start: inner.start.clone(),
             joins: inner.joins.clone(),
             recursion_limit: inner.recursion_limit,
+            runs_in_place: inner.runs_in_place,
             default_context: inner.default_context,
             saver,
             store,

@@ -1,4 +1,4 @@
-//! A node with its function erased to one of two shapes the executor can call.
+//! A node with its function erased to one of the shapes the executor can call.
 
 use crate::error::{GraphError, NodeError};
 use crate::node::{NodeOutput, Route, SendPayload};
@@ -26,6 +26,13 @@ type AsyncFn<S, C> = dyn for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeFut
 pub(crate) enum Action<S: State, C> {
     Sync(Arc<SyncFn<S, C>>),
     Async(Arc<AsyncFn<S, C>>),
+    /// A subgraph whose nodes are all sync: run as an async node (`run`) when its run stores or
+    /// streams, and called in place (`in_place`), with no future of its own, when it does
+    /// neither, since then nothing in it ever waits.
+    Subgraph {
+        run: Arc<AsyncFn<S, C>>,
+        in_place: Arc<SyncFn<S, C>>,
+    },
 }
 
 impl<S: State, C> Clone for Action<S, C> {
@@ -33,7 +40,16 @@ impl<S: State, C> Clone for Action<S, C> {
         match self {
             Self::Sync(f) => Self::Sync(Arc::clone(f)),
             Self::Async(f) => Self::Async(Arc::clone(f)),
+            Self::Subgraph { run, in_place } => Self::Subgraph { run: Arc::clone(run), in_place: Arc::clone(in_place) },
         }
+    }
+}
+
+impl<S: State, C> Action<S, C> {
+    /// Whether a run of the node never waits, whatever its run does (no retry or timeout is
+    /// set): a sync node, or a subgraph of sync nodes.
+    pub(crate) fn never_waits(&self) -> bool {
+        matches!(self, Self::Sync(_) | Self::Subgraph { .. })
     }
 }
 
@@ -143,9 +159,24 @@ impl<S: State, C: Send + Sync + 'static> NodeSpec<S, C> {
         Self { action: Action::Async(Arc::new(f)), shape, takes, subgraph: None }
     }
 
+    /// A subgraph's node: `run` in general, `in_place` for a run that neither stores nor
+    /// streams (see [`Action::Subgraph`]).
+    pub(crate) fn subgraph<R, I>(shape: Shape, takes: Option<PayloadType>, run: R, in_place: I) -> Self
+    where
+        R: for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeFuture<'a, S> + Send + Sync + 'static,
+        I: for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeResult<S> + Send + Sync + 'static,
+    {
+        Self {
+            action: Action::Subgraph { run: Arc::new(run), in_place: Arc::new(in_place) },
+            shape,
+            takes,
+            subgraph: None,
+        }
+    }
+
     /// Whether the node is async.
     pub(crate) fn is_async(&self) -> bool {
-        matches!(self.action, Action::Async(_))
+        matches!(self.action, Action::Async(_) | Action::Subgraph { .. })
     }
 }
 

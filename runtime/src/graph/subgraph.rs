@@ -5,9 +5,15 @@
 //! checkpointer under a key of its own: the parent's key, then the node, the checkpoint its task
 //! runs from and the task's position. A task that runs again (after an interrupt, a crash or a
 //! failure) finds the subgraph's checkpoints there and continues it instead of starting over.
+//!
+//! A subgraph whose nodes are all sync (with no retry or timeout), in a run that neither stores
+//! nor streams, is called in place like a sync node: nothing in its run can wait, so its loop
+//! is polled once on the stack, with no task, box or future of the node's own. Everything else
+//! runs it as an async node.
 
 use super::compiled::CompiledGraph;
-use super::node_spec::{NodeResult, NodeSpec, PayloadType, Shape, take_payload};
+use super::compiled::Inner;
+use super::node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};
 use crate::checkpoint::Checkpointer;
 use crate::command::{RunCommand, RunInput};
 use crate::config::RunConfig;
@@ -20,6 +26,7 @@ use crate::runtime::{RunShared, Runtime, Storage};
 use crate::state::State;
 use crate::stream::{SharedWriter, Sink};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 /// Separates the parent's key from a subgraph's namespace in the keys subgraph checkpoints are
 /// stored under. A control character: no thread id a person chooses ends up containing it.
@@ -207,9 +214,16 @@ where
 {
     let child = Arc::new(Child { graph: child, views: Mutex::default() });
     let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
-    let mut spec = NodeSpec::asynchronous(shape, None, move |parent: &P, rt: &Runtime<C>, _| {
+    let in_place = child.graph.inner().runs_in_place.then(|| Arc::clone(&child));
+    let run = async_fn(move |parent: &P, rt: &Runtime<C>, _| {
         Box::pin(Arc::clone(&child).run(|| CS::enter(parent), CS::leave, targets, rt))
     });
+    let mut spec = match in_place {
+        Some(child) => NodeSpec::subgraph(shape, None, run, move |parent: &P, rt: &Runtime<C>, _| {
+            child.run_in_place(|| CS::enter(parent), CS::leave, targets, rt)
+        }),
+        None => NodeSpec::asynchronous(shape, None, run),
+    };
     spec.subgraph = Some(inspect);
     spec
 }
@@ -226,15 +240,32 @@ where
     let child = Arc::new(Child { graph: child, views: Mutex::default() });
     let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
     let takes = Some(PayloadType::of::<T>());
-    let mut spec = NodeSpec::asynchronous(Shape::Update, takes, move |_: &P, rt: &Runtime<C>, input| {
+    let in_place = child.graph.inner().runs_in_place.then(|| Arc::clone(&child));
+    let run = async_fn(move |_: &P, rt: &Runtime<C>, input| {
         let child = Arc::clone(&child);
         Box::pin(async move {
             let payload = take_payload::<T>(input, rt.node())?;
             child.run(|| CS::from(payload), P::Update::from, None, rt).await
         })
     });
+    let mut spec = match in_place {
+        Some(child) => NodeSpec::subgraph(Shape::Update, takes, run, move |_: &P, rt: &Runtime<C>, input| {
+            let payload = take_payload::<T>(input, rt.node())?;
+            child.run_in_place(|| CS::from(payload), P::Update::from, None, rt)
+        }),
+        None => NodeSpec::asynchronous(Shape::Update, takes, run),
+    };
     spec.subgraph = Some(inspect);
     spec
+}
+
+/// `f`, typed as an async node's function (a closure kept in a variable would not be inferred
+/// as one for every lifetime).
+fn async_fn<P: State, C, F>(f: F) -> F
+where
+    F: for<'a> Fn(&'a P, &'a Runtime<C>, Input<'a>) -> NodeFuture<'a, P>,
+{
+    f
 }
 
 /// The key the subgraph at namespace segment `segment` stores under, inside the run whose key
@@ -369,20 +400,8 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
             None => self.graph.clone(),
         };
         let inner = graph.inner();
-        let shared = Arc::new(RunShared {
-            context: Arc::clone(&rt.run.context),
-            thread_id: rt.run.thread_id.clone(),
-            run_id: rt.run.run_id,
-            node_names: Arc::clone(&inner.node_names),
-            store: inner.store.clone().or_else(|| rt.run.store.clone()),
-            writer: sink.clone().map(|s| s as SharedWriter),
-            log: rt.run.log.clone(),
-            meter: Arc::clone(&rt.run.meter),
-            storage: storage.clone(),
-            nested: true,
-            parent_goto: std::sync::OnceLock::new(),
-            breakpoints: None,
-        });
+        let writer = sink.clone().map(|s| s as SharedWriter);
+        let shared = run_shared(inner, rt, writer, storage.clone());
         let asked = Arc::clone(&shared);
         let limit = inner.recursion_limit;
         let result = match storage {
@@ -407,45 +426,105 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
                 .await
             }
         };
-        let out = result.map_err(|halt| SubgraphError { graph: graph.name().to_owned(), source: halt.into_error() })?;
-        if let Some(interrupt) = out.interrupts.into_iter().next() {
-            // Reported as the parent node's, numbered after the answers the task already has,
-            // so `resume`'s answer reaches this task when it runs again.
-            let call = rt.answers.as_ref().map_or(0, |a| a.len() as u32);
-            let Interrupt { id, value, .. } = interrupt;
-            return Err(NodeError::interrupted(Interrupt {
-                id,
-                node: rt.node().to_owned(),
-                value,
-                task: rt.task.index,
-                call,
-            }));
+        finish(graph.name(), result, &asked, leave, targets, rt)
+    }
+
+    /// [`Child::run`] for a run that neither stores nor streams, of a subgraph whose nodes are
+    /// all sync ([`Inner::runs_in_place`](super::compiled::Inner)): nothing in its loop ever
+    /// waits, so the loop is polled once, on the stack, with no box and no task of its own.
+    fn run_in_place<P: State>(
+        &self,
+        enter: impl FnOnce() -> CS,
+        leave: fn(CS) -> P::Update,
+        targets: Option<&'static [&'static str]>,
+        rt: &Runtime<C>,
+    ) -> NodeResult<P> {
+        let inner = self.graph.inner();
+        let shared = run_shared(inner, rt, None, None);
+        let asked = Arc::clone(&shared);
+        let run = std::pin::pin!(pregel::execute(inner, enter(), shared, inner.recursion_limit, None, true));
+        match run.poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => finish(self.graph.name(), result, &asked, leave, targets, rt),
+            // Only a node could wait, and none of these can: the graph's check says so.
+            Poll::Pending => Err(NodeError::msg(format!(
+                "subgraph `{}` waited while run in place, although all its nodes are sync; \
+                 this is a graphwright defect: please report it",
+                self.graph.name()
+            ))),
         }
-        let update = leave(out.state);
-        let node = rt.node();
-        let names = |targets: &[&str]| targets.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
-        match (asked.parent_goto.get(), targets) {
-            (None, None) => Ok(NodeOutput::update(update)),
-            (Some(target), None) => {
-                Err(ParentGotoError::Unrouted { node: node.to_owned(), target: target.clone() }.into())
-            }
-            (None, Some(targets)) => {
-                Err(ParentGotoError::Missing { node: node.to_owned(), targets: names(targets) }.into())
-            }
-            (Some(target), Some(targets)) => match targets.iter().position(|t| t == target) {
-                Some(at) => Ok(NodeOutput {
-                    update: Box::new(update),
-                    goto: crate::node::Goto::Routes(vec![at as u32]),
-                    sends: Vec::new(),
-                }),
-                None => Err(ParentGotoError::NotATarget {
-                    node: node.to_owned(),
-                    target: target.clone(),
-                    targets: names(targets),
-                }
-                .into()),
-            },
+    }
+}
+
+/// The shared part of a subgraph's run inside the run `rt` belongs to.
+fn run_shared<CS: State, C>(
+    inner: &Inner<CS, C>,
+    rt: &Runtime<C>,
+    writer: Option<SharedWriter>,
+    storage: Option<Storage>,
+) -> Arc<RunShared<C>> {
+    Arc::new(RunShared {
+        context: Arc::clone(&rt.run.context),
+        thread_id: rt.run.thread_id.clone(),
+        run_id: rt.run.run_id,
+        node_names: Arc::clone(&inner.node_names),
+        store: inner.store.clone().or_else(|| rt.run.store.clone()),
+        writer,
+        log: rt.run.log.clone(),
+        meter: Arc::clone(&rt.run.meter),
+        storage,
+        nested: true,
+        parent_goto: std::sync::OnceLock::new(),
+        breakpoints: None,
+    })
+}
+
+/// What the subgraph node gives back once the subgraph's run `result` ended: its interrupt as
+/// the node's, or the update `leave` makes of its final state, sent where the subgraph asked
+/// (through `asked`, the run's shared part) when the node has `targets`.
+fn finish<CS: State, P: State, C>(
+    graph: &str,
+    result: Result<crate::RunOutput<CS>, super::Halt<CS>>,
+    asked: &RunShared<C>,
+    leave: fn(CS) -> P::Update,
+    targets: Option<&'static [&'static str]>,
+    rt: &Runtime<C>,
+) -> NodeResult<P> {
+    let out = result.map_err(|halt| SubgraphError { graph: graph.to_owned(), source: halt.into_error() })?;
+    if let Some(interrupt) = out.interrupts.into_iter().next() {
+        // Reported as the parent node's, numbered after the answers the task already has,
+        // so `resume`'s answer reaches this task when it runs again.
+        let call = rt.answers.as_ref().map_or(0, |a| a.len() as u32);
+        let Interrupt { id, value, .. } = interrupt;
+        return Err(NodeError::interrupted(Interrupt {
+            id,
+            node: rt.node().to_owned(),
+            value,
+            task: rt.task.index,
+            call,
+        }));
+    }
+    let update = leave(out.state);
+    let node = rt.node();
+    let names = |targets: &[&str]| targets.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+    match (asked.parent_goto.get(), targets) {
+        (None, None) => Ok(NodeOutput::update(update)),
+        (Some(target), None) => Err(ParentGotoError::Unrouted { node: node.to_owned(), target: target.clone() }.into()),
+        (None, Some(targets)) => {
+            Err(ParentGotoError::Missing { node: node.to_owned(), targets: names(targets) }.into())
         }
+        (Some(target), Some(targets)) => match targets.iter().position(|t| t == target) {
+            Some(at) => Ok(NodeOutput {
+                update: Box::new(update),
+                goto: crate::node::Goto::Routes(vec![at as u32]),
+                sends: Vec::new(),
+            }),
+            None => Err(ParentGotoError::NotATarget {
+                node: node.to_owned(),
+                target: target.clone(),
+                targets: names(targets),
+            }
+            .into()),
+        },
     }
 }
 
@@ -478,4 +557,51 @@ where
         }
     };
     Ok(RunInput::Command(RunCommand::resume(answer)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::prelude::*;
+    use crate::{NodePolicy, RetryPolicy};
+    use std::time::Duration;
+
+    #[crate::state]
+    struct Tally {
+        n: u32,
+    }
+
+    fn bump(state: &Tally) -> TallyUpdate {
+        TallyUpdate::new().n(state.n + 1)
+    }
+
+    async fn bump_later(state: &Tally) -> TallyUpdate {
+        TallyUpdate::new().n(state.n + 1)
+    }
+
+    /// `START → node → END`, `node` made by `add`.
+    fn one(add: impl FnOnce(StateGraph<Tally>) -> StateGraph<Tally>) -> StateGraph<Tally> {
+        add(StateGraph::new()).add_edge(START, "node").add_edge("node", END)
+    }
+
+    fn in_place(graph: StateGraph<Tally>) -> bool {
+        graph.compile().unwrap().inner().runs_in_place
+    }
+
+    #[test]
+    fn only_graphs_whose_nodes_never_wait_run_in_place() {
+        let sync = || one(|g| g.add_node("node", bump));
+        assert!(in_place(sync()), "sync nodes");
+        assert!(in_place(one(|g| g.add_subgraph("node", sync()))), "a subgraph of sync nodes");
+        let nested = one(|g| g.add_subgraph("node", one(|g| g.add_subgraph("node", sync()))));
+        assert!(in_place(nested), "two levels of them");
+
+        let waits = || one(|g| g.add_node("node", bump_later));
+        assert!(!in_place(waits()), "an async node");
+        assert!(!in_place(one(|g| g.add_subgraph("node", waits()))), "a subgraph with an async node");
+        let retried = NodePolicy::new().retry(RetryPolicy::new(2));
+        assert!(!in_place(sync().policy("node", retried.clone())), "a retry sleeps between attempts");
+        assert!(!in_place(one(|g| g.add_subgraph("node", sync())).policy("node", retried)));
+        let timed = NodePolicy::new().timeout(Duration::from_secs(1));
+        assert!(!in_place(one(|g| g.add_subgraph("node", sync())).policy("node", timed)), "a timed subgraph node");
+    }
 }

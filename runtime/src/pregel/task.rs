@@ -86,9 +86,9 @@ pub(crate) fn run_step<'a, S: State, C: Send + Sync + 'static>(
             return boxed(|| run_many(ending, state, run, slots)).await;
         };
         let node = &graph.nodes[task.node as usize];
-        let result = match &node.action {
-            Action::Sync(f) if node.policy.retry.is_empty() => call_sync(graph, &**f, state, run, at, 0, task),
-            _ => run_task(graph, state, run, at, 0, task).await,
+        let result = match in_place(node, run) {
+            Some(f) => call_sync(graph, f, state, run, at, 0, task),
+            None => run_task(graph, state, run, at, 0, task).await,
         };
         let result = ending.store_and_stream(0, result).await?;
         ending.record(0, result, slots)?;
@@ -110,8 +110,8 @@ async fn run_many<S: State, C: Send + Sync + 'static>(
             continue;
         }
         let node = &graph.nodes[task.node as usize];
-        if let (Action::Sync(f), true) = (&node.action, node.policy.retry.is_empty()) {
-            let result = call_sync(graph, &**f, state, run, at, index as u32, task);
+        if let Some(f) = in_place(node, run) {
+            let result = call_sync(graph, f, state, run, at, index as u32, task);
             let result = ending.store_and_stream(index, result).await?;
             ending.record(index, result, slots)?;
         } else {
@@ -245,8 +245,25 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
     }
 }
 
-/// A task of a sync node without retries, called in place: what [`run_task`] does for it, with
-/// no future.
+/// The function to call in place for a task of `node`, when its task needs no future: a sync
+/// node without retries, or a subgraph of sync nodes (without retries or a timeout) in a run
+/// that neither stores nor streams, so that its own run stores and streams nothing either.
+fn in_place<'a, S: State, C>(node: &'a CompiledNode<S, C>, run: &RunShared<C>) -> Option<&'a SyncFn<S, C>> {
+    match &node.action {
+        Action::Sync(f) if node.policy.retry.is_empty() => Some(&**f),
+        Action::Subgraph { in_place, .. }
+            if node.policy.retry.is_empty()
+                && node.policy.timeout.is_none()
+                && run.writer.is_none()
+                && run.storage.is_none() =>
+        {
+            Some(&**in_place)
+        }
+        _ => None,
+    }
+}
+
+/// A task called in place (see [`in_place`]): what [`run_task`] does for it, with no future.
 fn call_sync<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     f: &SyncFn<S, C>,
@@ -375,7 +392,7 @@ async fn attempt_once<S: State, C: Send + Sync + 'static>(
     match &node.action {
         Action::Sync(f) => std::panic::catch_unwind(AssertUnwindSafe(|| f(state, rt, input)))
             .unwrap_or_else(|payload| Err(NodeError::panicked(&*payload))),
-        Action::Async(f) => {
+        Action::Async(f) | Action::Subgraph { run: f, .. } => {
             let attempt = AssertUnwindSafe(f(state, rt, input)).catch_unwind();
             let outcome = match node.policy.timeout {
                 None => attempt.await,
