@@ -46,8 +46,8 @@ impl<S: State, C> Clone for Action<S, C> {
 }
 
 impl<S: State, C> Action<S, C> {
-    /// Whether a run of the node never waits, whatever its run does (no retry or timeout is
-    /// set): a sync node, or a subgraph of sync nodes.
+    /// Whether the node never waits in a run that neither stores nor streams, given no retry or
+    /// timeout: a sync node, or a subgraph of sync nodes.
     pub(crate) fn never_waits(&self) -> bool {
         matches!(self, Self::Sync(_) | Self::Subgraph { .. })
     }
@@ -159,19 +159,26 @@ impl<S: State, C: Send + Sync + 'static> NodeSpec<S, C> {
         Self { action: Action::Async(Arc::new(f)), shape, takes, subgraph: None }
     }
 
-    /// A subgraph's node: `run` in general, `in_place` for a run that neither stores nor
-    /// streams (see [`Action::Subgraph`]).
-    pub(crate) fn subgraph<R, I>(shape: Shape, takes: Option<PayloadType>, run: R, in_place: I) -> Self
+    /// A subgraph's node: `run` in general, and `in_place` for a run that neither stores nor
+    /// streams when the subgraph `runs_in_place` (see [`Action::Subgraph`]); an async node
+    /// otherwise.
+    pub(crate) fn subgraph<R, I>(
+        shape: Shape,
+        takes: Option<PayloadType>,
+        runs_in_place: bool,
+        run: R,
+        in_place: I,
+    ) -> Self
     where
         R: for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeFuture<'a, S> + Send + Sync + 'static,
         I: for<'a> Fn(&'a S, &'a Runtime<C>, Input<'a>) -> NodeResult<S> + Send + Sync + 'static,
     {
-        Self {
-            action: Action::Subgraph { run: Arc::new(run), in_place: Arc::new(in_place) },
-            shape,
-            takes,
-            subgraph: None,
-        }
+        let action = if runs_in_place {
+            Action::Subgraph { run: Arc::new(run), in_place: Arc::new(in_place) }
+        } else {
+            Action::Async(Arc::new(run))
+        };
+        Self { action, shape, takes, subgraph: None }
     }
 
     /// Whether the node is async.

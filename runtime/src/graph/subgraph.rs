@@ -13,7 +13,7 @@
 
 use super::compiled::CompiledGraph;
 use super::compiled::Inner;
-use super::node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};
+use super::node_spec::{NodeResult, NodeSpec, PayloadType, Shape, take_payload};
 use crate::checkpoint::Checkpointer;
 use crate::command::{RunCommand, RunInput};
 use crate::config::RunConfig;
@@ -214,16 +214,16 @@ where
 {
     let child = Arc::new(Child { graph: child, views: Mutex::default() });
     let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
-    let in_place = child.graph.inner().runs_in_place.then(|| Arc::clone(&child));
-    let run = async_fn(move |parent: &P, rt: &Runtime<C>, _| {
-        Box::pin(Arc::clone(&child).run(|| CS::enter(parent), CS::leave, targets, rt))
-    });
-    let mut spec = match in_place {
-        Some(child) => NodeSpec::subgraph(shape, None, run, move |parent: &P, rt: &Runtime<C>, _| {
-            child.run_in_place(|| CS::enter(parent), CS::leave, targets, rt)
-        }),
-        None => NodeSpec::asynchronous(shape, None, run),
-    };
+    let (runs_in_place, in_place) = (child.graph.inner().runs_in_place, Arc::clone(&child));
+    let mut spec = NodeSpec::subgraph(
+        shape,
+        None,
+        runs_in_place,
+        move |parent: &P, rt: &Runtime<C>, _| {
+            Box::pin(Arc::clone(&child).run(|| CS::enter(parent), CS::leave, targets, rt))
+        },
+        move |parent: &P, rt: &Runtime<C>, _| in_place.run_in_place(|| CS::enter(parent), CS::leave, targets, rt),
+    );
     spec.subgraph = Some(inspect);
     spec
 }
@@ -240,32 +240,25 @@ where
     let child = Arc::new(Child { graph: child, views: Mutex::default() });
     let inspect = Arc::clone(&child) as Arc<dyn Inspect>;
     let takes = Some(PayloadType::of::<T>());
-    let in_place = child.graph.inner().runs_in_place.then(|| Arc::clone(&child));
-    let run = async_fn(move |_: &P, rt: &Runtime<C>, input| {
-        let child = Arc::clone(&child);
-        Box::pin(async move {
+    let (runs_in_place, in_place) = (child.graph.inner().runs_in_place, Arc::clone(&child));
+    let mut spec = NodeSpec::subgraph(
+        Shape::Update,
+        takes,
+        runs_in_place,
+        move |_: &P, rt: &Runtime<C>, input| {
+            let child = Arc::clone(&child);
+            Box::pin(async move {
+                let payload = take_payload::<T>(input, rt.node())?;
+                child.run(|| CS::from(payload), P::Update::from, None, rt).await
+            })
+        },
+        move |_: &P, rt: &Runtime<C>, input| {
             let payload = take_payload::<T>(input, rt.node())?;
-            child.run(|| CS::from(payload), P::Update::from, None, rt).await
-        })
-    });
-    let mut spec = match in_place {
-        Some(child) => NodeSpec::subgraph(Shape::Update, takes, run, move |_: &P, rt: &Runtime<C>, input| {
-            let payload = take_payload::<T>(input, rt.node())?;
-            child.run_in_place(|| CS::from(payload), P::Update::from, None, rt)
-        }),
-        None => NodeSpec::asynchronous(Shape::Update, takes, run),
-    };
+            in_place.run_in_place(|| CS::from(payload), P::Update::from, None, rt)
+        },
+    );
     spec.subgraph = Some(inspect);
     spec
-}
-
-/// `f`, typed as an async node's function (a closure kept in a variable would not be inferred
-/// as one for every lifetime).
-fn async_fn<P: State, C, F>(f: F) -> F
-where
-    F: for<'a> Fn(&'a P, &'a Runtime<C>, Input<'a>) -> NodeFuture<'a, P>,
-{
-    f
 }
 
 /// The key the subgraph at namespace segment `segment` stores under, inside the run whose key
