@@ -716,3 +716,34 @@ async fn a_postgres_search_stopping_early_still_refreshes() {
     let item = tokio::time::timeout(Duration::from_secs(30), search).await.expect("the search never finished");
     assert_eq!(item.expires_at, Some(start() + Duration::from_secs(15)));
 }
+
+/// Processes that start together on one new file (a server's workers, the two sides of a
+/// hand-off) each set it up: write-ahead logging, their tables, their schema version. Savers and
+/// stores that open one new file at the same moment all open: the later ones wait for the
+/// earlier instead of failing with "database is locked".
+#[test]
+fn savers_and_stores_opening_one_new_sqlite_file_at_once_all_open() {
+    const OPENERS: usize = 6;
+    for round in 0..25 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared.db");
+        let start = Arc::new(std::sync::Barrier::new(OPENERS));
+        let openers: Vec<_> = (0..OPENERS)
+            .map(|i| {
+                let (path, start) = (path.clone(), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    if i % 2 == 0 {
+                        SqliteSaver::open(&path).map(drop).map_err(|e| e.to_string())
+                    } else {
+                        SqliteStore::open(&path).map(drop).map_err(|e| e.to_string())
+                    }
+                })
+            })
+            .collect();
+        for opener in openers {
+            let opened = opener.join().unwrap();
+            assert!(opened.is_ok(), "round {round}: an opener of the shared file failed: {opened:?}");
+        }
+    }
+}

@@ -84,6 +84,8 @@ pub(crate) mod pregel;
 pub mod reducer;
 mod report;
 pub mod runtime;
+#[cfg(feature = "sqlite")]
+pub mod sqlite_file;
 pub mod state;
 pub mod store;
 pub mod stream;

@@ -91,9 +91,8 @@ impl SqliteStore {
     /// Uses an open connection (for example one opened with custom flags).
     pub fn from_connection(connection: Connection, options: StoreOptions) -> Result<Self, StoreError> {
         let setup = |c: &Connection| -> rusqlite::Result<Option<i64>> {
-            c.pragma_update(None, "journal_mode", "WAL")?;
+            crate::sqlite_file::share(c, Duration::from_secs(5))?;
             c.pragma_update(None, "synchronous", "FULL")?;
-            c.busy_timeout(Duration::from_secs(5))?;
             c.execute_batch(SCHEMA)?;
             c.execute(
                 "INSERT OR IGNORE INTO graphwright_meta (key, value) VALUES ('store_schema_version', ?1)",

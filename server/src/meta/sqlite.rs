@@ -40,9 +40,10 @@ impl SqliteMeta {
             Some(path) => Connection::open(path)?,
             None => Connection::open_in_memory()?,
         };
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
         if path.is_some() {
-            conn.pragma_update(None, "journal_mode", "wal")?;
+            graphwright::sqlite_file::share(&conn, std::time::Duration::from_secs(5))?;
+        } else {
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
         }
         conn.execute_batch(SCHEMA)?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })

@@ -88,9 +88,8 @@ impl SqliteSaver {
     /// Uses an open connection (for example one opened with custom flags).
     pub fn from_connection(connection: Connection) -> Result<Self, CheckpointError> {
         let setup = |c: &Connection| -> rusqlite::Result<Option<i64>> {
-            c.pragma_update(None, "journal_mode", "WAL")?;
+            crate::sqlite_file::share(c, std::time::Duration::from_secs(5))?;
             c.pragma_update(None, "synchronous", "FULL")?;
-            c.busy_timeout(std::time::Duration::from_secs(5))?;
             // Plans that do not depend on bound values: without this, a cached statement whose
             // plan looked at a parameter's value (STAT4 is compiled in) is compiled again each
             // time it is bound, which costs more than running it. Every statement here finds
