@@ -222,7 +222,15 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
                 planner.plan(graph, &mut tasks, &mut slots, &state);
                 end_if_sent_to_parent(&run, &mut tasks);
                 if let Some(persist) = &mut persist {
-                    if let Err(error) = boxed(|| persist.checkpoint(graph, &state, count, &tasks, &planner)).await {
+                    // Made in line: only the wait for the store is a future, the saver's own
+                    // (already boxed) or, for the background writer, one boxed here.
+                    let stored = match persist.begin_checkpoint(graph, &state, count, &tasks, &planner) {
+                        Ok(Some(op)) if persist.queues() => boxed(|| persist.queue(op, true)).await,
+                        Ok(Some(op)) => persist.store(op).await.map_err(GraphError::from),
+                        Ok(None) => Ok(()),
+                        Err(error) => Err(error),
+                    };
+                    if let Err(error) = stored {
                         return Err(refused(error, state).into());
                     }
                     if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Checkpoints)) {

@@ -15,6 +15,7 @@ use crate::graph::Inner;
 use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
 use crate::state::State;
+use futures::future::BoxFuture;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -307,21 +308,46 @@ impl Persist {
         writes: Vec<WriteRecord>,
         is_step: bool,
     ) -> Result<(), GraphError> {
-        let expected = self.stored_head.replace(record.id.clone());
+        let op = self.begin_commit(record, writes);
+        if self.queues() {
+            return self.queue(op, is_step).await;
+        }
+        Ok(self.store(op).await?)
+    }
+
+    /// Makes `record` the thread's head for what follows; returns the operation that stores it.
+    fn begin_commit(&mut self, record: CheckpointRecord, writes: Vec<WriteRecord>) -> BatchOp {
+        let expected_head = self.stored_head.replace(record.id.clone());
         self.current = Arc::from(record.id.as_str());
         self.unsaved = false;
         self.saved_for_next_step();
-        let op = BatchOp::Put { record, expected_head: expected, writes };
-        if let Some(writer) = &self.writer {
-            let permit = if is_step {
-                Some(Arc::clone(&writer.steps).acquire_owned().await.map_err(|_| writer_gone())?)
-            } else {
-                None
-            };
-            return self.enqueue(op, permit).await;
+        BatchOp::Put { record, expected_head, writes }
+    }
+
+    /// Whether checkpoints go through the background writer ([`Persist::queue`]) rather than
+    /// straight to the saver ([`Persist::store`]).
+    pub(crate) fn queues(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// Stores `op` with the saver, now: its own (boxed) future.
+    pub(crate) fn store(&self, op: BatchOp) -> BoxFuture<'_, Result<(), CheckpointError>> {
+        match op {
+            BatchOp::Put { record, expected_head, writes } => {
+                self.saver.put(&self.claim, record, expected_head, writes)
+            }
+            op @ BatchOp::Writes(_) => self.saver.put_batch(&self.claim, vec![op]),
         }
-        let BatchOp::Put { record, expected_head, writes } = op else { unreachable!("built as a put above") };
-        Ok(self.saver.put(&self.claim, record, expected_head, writes).await?)
+    }
+
+    /// Hands a checkpoint to the background writer; a step's waits for room among the
+    /// [`MAX_STEPS_AHEAD`] steps the writer may hold.
+    pub(crate) async fn queue(&mut self, op: BatchOp, is_step: bool) -> Result<(), GraphError> {
+        let permit = match (&self.writer, is_step) {
+            (Some(writer), true) => Some(Arc::clone(&writer.steps).acquire_owned().await.map_err(|_| writer_gone())?),
+            _ => None,
+        };
+        self.enqueue(op, permit).await
     }
 
     /// Clears what belongs to the step that just finished.
@@ -370,11 +396,29 @@ impl Persist {
         next: &[Task],
         planner: &Planner,
     ) -> Result<(), GraphError> {
+        match self.begin_checkpoint(graph, state, ran, next, planner)? {
+            None => Ok(()),
+            Some(op) if self.queues() => self.queue(op, true).await,
+            Some(op) => Ok(self.store(op).await?),
+        }
+    }
+
+    /// [`Persist::checkpoint`] up to the wait for the store: the operation to store, if any.
+    /// The run's loop awaits the saver's future ([`Persist::store`], boxed by the saver) in its
+    /// own frame, and boxes only the rarer wait for the background writer.
+    pub(crate) fn begin_checkpoint<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        ran: usize,
+        next: &[Task],
+        planner: &Planner,
+    ) -> Result<Option<BatchOp>, GraphError> {
         self.current_step += 1;
         if self.durability == Durability::Exit {
             self.unsaved = true;
             self.saved.clear();
-            return Ok(());
+            return Ok(None);
         }
         let snapshot = self.stored_head.is_none()
             || self.bytes_since_snapshot >= WRITES_PER_SNAPSHOT * self.snapshot_len
@@ -386,7 +430,8 @@ impl Persist {
         for task in 0..ran {
             let Some(check) = self.saved.get(task).copied().flatten() else {
                 // An output that was not stored cannot be folded: store the state instead.
-                return self.put_snapshot(graph, state, next, planner, Source::Loop).await;
+                let (record, writes) = self.snapshot(graph, state, next, planner, Source::Loop)?;
+                return Ok(Some(self.begin_commit(record, writes)));
             };
             folded.push(Folded { task: task as u32, index: OUTPUT_INDEX, check });
         }
@@ -402,7 +447,7 @@ impl Persist {
         let record = self.new_record(graph, &parts, Source::Loop)?;
         self.saved.clear();
         let writes = std::mem::take(&mut self.held);
-        self.commit(record, writes, true).await
+        Ok(Some(self.begin_commit(record, writes)))
     }
 
     /// Stores a checkpoint at the current step with a snapshot of `state`.
@@ -414,13 +459,25 @@ impl Persist {
         planner: &Planner,
         source: Source,
     ) -> Result<(), GraphError> {
+        let (record, writes) = self.snapshot(graph, state, next, planner, source)?;
+        self.commit(record, writes, true).await
+    }
+
+    /// A checkpoint at the current step with a snapshot of `state`, and the writes held for it.
+    fn snapshot<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        next: &[Task],
+        planner: &Planner,
+        source: Source,
+    ) -> Result<(CheckpointRecord, Vec<WriteRecord>), GraphError> {
         let (deferred, joins) = planner.saved();
         let parts =
             BodyParts { state: Some(state), next, input_pending: false, deferred: &deferred, joins, folded: &[] };
         let record = self.new_record(graph, &parts, source)?;
         self.saved.clear();
-        let writes = std::mem::take(&mut self.held);
-        self.commit(record, writes, true).await
+        Ok((record, std::mem::take(&mut self.held)))
     }
 
     /// Stores task writes of the current step (through the background writer under `Async`).

@@ -1,5 +1,6 @@
 //! Running the tasks of one super-step.
 
+use crate::checkpoint::WriteRecord;
 use crate::error::{GraphError, NodeError};
 use crate::graph::{Action, CompiledNode, Inner, NodeResult, SyncFn};
 use crate::interrupt::Interrupt;
@@ -143,7 +144,8 @@ struct Ending<'a, S: State, C> {
 impl<S: State, C> Ending<'_, S, C> {
     /// Gives task `index`'s output its ids; then, on a thread, stores it (or holds it for the
     /// checkpoint; a failure to store it becomes the task's), and on a streamed run sends the
-    /// task's events. Only runs that store or stream await anything, in a boxed future.
+    /// task's events. Only a write stored at once (a task with siblings) and events await
+    /// anything, in a boxed future: a lone task's output is only encoded and held, in line.
     async fn store_and_stream(
         &mut self,
         index: usize,
@@ -156,7 +158,27 @@ impl<S: State, C> Ending<'_, S, C> {
         if self.persist.is_none() && self.sink.is_none() {
             return Ok(result);
         }
-        boxed(|| self.store_then_stream(index, result)).await
+        let (result, write) = self.save(index, result);
+        if write.is_none() && self.sink.is_none() {
+            return Ok(result);
+        }
+        boxed(|| self.store_then_stream(index, result, write)).await
+    }
+
+    /// Encodes task `index`'s output for the store, on a thread: the write to store at once,
+    /// if the task has siblings; a value that cannot be stored fails the task.
+    fn save(
+        &mut self,
+        index: usize,
+        result: Result<NodeOutput<S>, Stop>,
+    ) -> (Result<NodeOutput<S>, Stop>, Option<WriteRecord>) {
+        let (Ok(output), Some(persist)) = (&result, self.persist.as_deref_mut()) else {
+            return (result, None);
+        };
+        match persist.save_finished(self.graph, index, &self.tasks[index], output, self.alone) {
+            Ok(write) => (result, write),
+            Err(error) => (Err(Stop::Failed(unsaved(result, error))), None),
+        }
     }
 
     /// The awaiting part of [`Ending::store_and_stream`].
@@ -164,29 +186,16 @@ impl<S: State, C> Ending<'_, S, C> {
         &mut self,
         index: usize,
         result: Result<NodeOutput<S>, Stop>,
+        write: Option<WriteRecord>,
     ) -> Result<Result<NodeOutput<S>, Stop>, StepFailure> {
-        let task = &self.tasks[index];
-        let result = match (result, self.persist.as_deref_mut()) {
-            (Ok(output), Some(persist)) => {
-                let saved = match persist.save_finished(self.graph, index, task, &output, self.alone) {
-                    Ok(Some(write)) => persist.store_writes(vec![write]).await,
-                    Ok(None) => Ok(()),
-                    Err(error) => Err(error),
-                };
-                match saved {
-                    Ok(()) => Ok(output),
-                    Err(error) => {
-                        if matches!(error, GraphError::Unstorable { .. }) {
-                            super::codec::drop_deep(output);
-                        }
-                        Err(Stop::Failed(error))
-                    }
-                }
-            }
-            (result, _) => result,
-        };
+        let mut result = result;
+        if let (Some(write), Some(persist)) = (write, self.persist.as_deref_mut())
+            && let Err(error) = persist.store_writes(vec![write]).await
+        {
+            result = Err(Stop::Failed(unsaved(result, error)));
+        }
         if let Some(sink) = self.sink {
-            events::task_finished(self.graph, sink, self.at.step, index, task, &result)
+            events::task_finished(self.graph, sink, self.at.step, index, &self.tasks[index], &result)
                 .await
                 .map_err(|error| StepFailure { task: index, error })?;
         }
@@ -208,6 +217,17 @@ impl<S: State, C> Ending<'_, S, C> {
         }
         Ok(())
     }
+}
+
+/// Drops the output of a task whose write could not be stored (where a deeply nested value
+/// cannot overflow the stack, if that is why) and gives back the error that fails the task.
+fn unsaved<S: State>(result: Result<NodeOutput<S>, Stop>, error: GraphError) -> GraphError {
+    if matches!(error, GraphError::Unstorable { .. })
+        && let Ok(output) = result
+    {
+        super::codec::drop_deep(output);
+    }
+    error
 }
 
 /// Where the tasks of a step run: its number, and the checkpoint they belong to (if any).
