@@ -69,7 +69,9 @@ pub(crate) async fn start<S: State, C>(
     }
     state.apply(input);
     let tasks = planner.start(graph, &state);
-    persist.checkpoint(graph, &state, 1, &tasks, &planner).await?;
+    if let Some(op) = persist.begin_checkpoint(graph, &state, 1, &tasks, &planner)? {
+        persist.send(op, true).await?;
+    }
     let saved = Slots::new();
     Ok(Begin { persist, state, tasks, saved, planner, resumed: false })
 }
@@ -207,7 +209,9 @@ async fn apply_input<S: State, C>(
     let mut planner = Planner::new(graph);
     let mut tasks = planner.start(graph, &state);
     Planner::add_pulled(&mut tasks, goto);
-    persist.checkpoint(graph, &state, 1, &tasks, &planner).await?;
+    if let Some(op) = persist.begin_checkpoint(graph, &state, 1, &tasks, &planner)? {
+        persist.send(op, true).await?;
+    }
     let saved = Slots::new();
     Ok(Begin { persist, state, tasks, saved, planner, resumed: false })
 }

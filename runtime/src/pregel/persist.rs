@@ -309,6 +309,11 @@ impl Persist {
         is_step: bool,
     ) -> Result<(), GraphError> {
         let op = self.begin_commit(record, writes);
+        self.send(op, is_step).await
+    }
+
+    /// Stores `op` now, or hands it to the background writer.
+    pub(crate) async fn send(&mut self, op: BatchOp, is_step: bool) -> Result<(), GraphError> {
         if self.queues() {
             return self.queue(op, is_step).await;
         }
@@ -386,26 +391,11 @@ impl Persist {
         Ok(Some(write))
     }
 
-    /// Stores the checkpoint after a step: the next tasks, the writes its state folds in, and
-    /// the state when a snapshot is due.
-    pub(crate) async fn checkpoint<S: State, C>(
-        &mut self,
-        graph: &Inner<S, C>,
-        state: &S,
-        ran: usize,
-        next: &[Task],
-        planner: &Planner,
-    ) -> Result<(), GraphError> {
-        match self.begin_checkpoint(graph, state, ran, next, planner)? {
-            None => Ok(()),
-            Some(op) if self.queues() => self.queue(op, true).await,
-            Some(op) => Ok(self.store(op).await?),
-        }
-    }
-
-    /// [`Persist::checkpoint`] up to the wait for the store: the operation to store, if any.
-    /// The run's loop awaits the saver's future ([`Persist::store`], boxed by the saver) in its
-    /// own frame, and boxes only the rarer wait for the background writer.
+    /// Makes the checkpoint after a step (the next tasks, the writes its state folds in, and the
+    /// state when a snapshot is due) and returns the operation that stores it, if any: the
+    /// caller stores it with [`Persist::send`]. The run's loop awaits the saver's future
+    /// ([`Persist::store`], boxed by the saver) in its own frame, and boxes only the rarer wait
+    /// for the background writer.
     pub(crate) fn begin_checkpoint<S: State, C>(
         &mut self,
         graph: &Inner<S, C>,
@@ -448,19 +438,6 @@ impl Persist {
         self.saved.clear();
         let writes = std::mem::take(&mut self.held);
         Ok(Some(self.begin_commit(record, writes)))
-    }
-
-    /// Stores a checkpoint at the current step with a snapshot of `state`.
-    async fn put_snapshot<S: State, C>(
-        &mut self,
-        graph: &Inner<S, C>,
-        state: &S,
-        next: &[Task],
-        planner: &Planner,
-        source: Source,
-    ) -> Result<(), GraphError> {
-        let (record, writes) = self.snapshot(graph, state, next, planner, source)?;
-        self.commit(record, writes, true).await
     }
 
     /// A checkpoint at the current step with a snapshot of `state`, and the writes held for it.
@@ -509,7 +486,8 @@ impl Persist {
         planner: &Planner,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit && self.unsaved {
-            self.put_snapshot(graph, state, &[], planner, Source::Loop).await?;
+            let (record, writes) = self.snapshot(graph, state, &[], planner, Source::Loop)?;
+            self.commit(record, writes, true).await?;
         }
         self.drain().await
     }
@@ -524,7 +502,8 @@ impl Persist {
         planner: &Planner,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit && self.unsaved {
-            self.put_snapshot(graph, state, tasks, planner, Source::Loop).await?;
+            let (record, writes) = self.snapshot(graph, state, tasks, planner, Source::Loop)?;
+            self.commit(record, writes, true).await?;
         }
         Ok(())
     }
