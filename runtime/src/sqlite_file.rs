@@ -41,3 +41,46 @@ pub fn share(connection: &Connection, wait: Duration) -> rusqlite::Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+    use rusqlite::{Connection, ErrorCode};
+    use std::time::{Duration, Instant};
+
+    /// A second connection to `path` that holds the file locked (a rollback-journal write
+    /// transaction), as a process switching it to WAL or creating tables does.
+    fn locker(path: &std::path::Path) -> Connection {
+        let holder = Connection::open(path).unwrap();
+        holder.execute_batch("CREATE TABLE IF NOT EXISTS t (x); BEGIN EXCLUSIVE;").unwrap();
+        holder
+    }
+
+    #[test]
+    fn a_file_locked_for_all_of_the_wait_is_reported_busy_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locked.db");
+        let _holder = locker(&path);
+        let connection = Connection::open(&path).unwrap();
+        let started = Instant::now();
+        let error = share(&connection, Duration::from_millis(200)).unwrap_err();
+        assert_eq!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy), "{error}");
+        assert!(started.elapsed() >= Duration::from_millis(200), "it waited for all of `wait`");
+    }
+
+    #[test]
+    fn a_lock_let_go_within_the_wait_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("let-go.db");
+        let holder = locker(&path);
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            holder.execute_batch("COMMIT").unwrap();
+        });
+        let connection = Connection::open(&path).unwrap();
+        share(&connection, Duration::from_secs(5)).unwrap();
+        release.join().unwrap();
+        let mode: String = connection.pragma_query_value(None, "journal_mode", |row| row.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+    }
+}

@@ -223,7 +223,8 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
                 end_if_sent_to_parent(&run, &mut tasks);
                 if let Some(persist) = &mut persist {
                     // Made in line: only the wait for the store is a future, the saver's own
-                    // (already boxed) or, for the background writer, one boxed here.
+                    // (already boxed) or, for the background writer, one boxed here. Not through
+                    // `Persist::send`: its future in this frame cost 3 % more per step.
                     let stored = match persist.begin_checkpoint(graph, &state, count, &tasks, &planner) {
                         Ok(Some(op)) if persist.queues() => boxed(|| persist.queue(op, true)).await,
                         Ok(Some(op)) => persist.store(op).await.map_err(GraphError::from),

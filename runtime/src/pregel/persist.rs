@@ -420,7 +420,7 @@ impl Persist {
         for task in 0..ran {
             let Some(check) = self.saved.get(task).copied().flatten() else {
                 // An output that was not stored cannot be folded: store the state instead.
-                let (record, writes) = self.snapshot(graph, state, next, planner, Source::Loop)?;
+                let (record, writes) = self.snapshot(graph, state, next, planner)?;
                 return Ok(Some(self.begin_commit(record, writes)));
             };
             folded.push(Folded { task: task as u32, index: OUTPUT_INDEX, check });
@@ -447,12 +447,11 @@ impl Persist {
         state: &S,
         next: &[Task],
         planner: &Planner,
-        source: Source,
     ) -> Result<(CheckpointRecord, Vec<WriteRecord>), GraphError> {
         let (deferred, joins) = planner.saved();
         let parts =
             BodyParts { state: Some(state), next, input_pending: false, deferred: &deferred, joins, folded: &[] };
-        let record = self.new_record(graph, &parts, source)?;
+        let record = self.new_record(graph, &parts, Source::Loop)?;
         self.saved.clear();
         Ok((record, std::mem::take(&mut self.held)))
     }
@@ -486,7 +485,7 @@ impl Persist {
         planner: &Planner,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit && self.unsaved {
-            let (record, writes) = self.snapshot(graph, state, &[], planner, Source::Loop)?;
+            let (record, writes) = self.snapshot(graph, state, &[], planner)?;
             self.commit(record, writes, true).await?;
         }
         self.drain().await
@@ -502,7 +501,7 @@ impl Persist {
         planner: &Planner,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit && self.unsaved {
-            let (record, writes) = self.snapshot(graph, state, tasks, planner, Source::Loop)?;
+            let (record, writes) = self.snapshot(graph, state, tasks, planner)?;
             self.commit(record, writes, true).await?;
         }
         Ok(())
