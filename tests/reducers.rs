@@ -381,3 +381,69 @@ async fn a_state_rebuilt_from_stored_writes_folds_an_overwrite_the_same_way() {
     }
     assert_eq!(app.get_state(&cfg).await.unwrap().unwrap().state.items, out.state.items);
 }
+
+mod update_type {
+    use graphwright::Write;
+    use graphwright::prelude::*;
+    use serde_json::json;
+
+    /// The update `#[state]` generates: one pointer wide whatever the state holds, its writes read
+    /// and changed through `{State}Writes`, printed and serialized as the writes themselves.
+    #[state]
+    pub struct Wide {
+        #[reducer(add)]
+        pub count: i64,
+        #[reducer(append)]
+        pub log: Vec<String>,
+        pub note: String,
+        pub a: String,
+        pub b: String,
+        pub c: String,
+        pub d: String,
+        pub e: String,
+    }
+
+    #[test]
+    fn an_update_is_one_pointer_wide_however_many_fields_its_state_has() {
+        assert_eq!(std::mem::size_of::<WideUpdate>(), std::mem::size_of::<usize>());
+        // The writes themselves are as wide as before: one `Option<Write<T>>` per field.
+        assert!(std::mem::size_of::<WideWrites>() >= 8 * std::mem::size_of::<Option<Write<i64>>>());
+    }
+
+    #[test]
+    fn writes_are_read_and_changed_through_the_update() {
+        let mut update = WideUpdate::new().count(2).note(Overwrite("n".to_owned()));
+        assert!(matches!(update.count, Some(Write::Reduce(2))));
+        assert!(matches!(&update.note, Some(Write::Overwrite(n)) if n == "n"));
+        assert!(update.log.is_none());
+
+        update.log = Some(Write::Reduce(vec!["x".to_owned()]));
+        update.count = None;
+        let mut state = Wide { count: 5, ..Wide::default() };
+        state.apply(update);
+        assert_eq!((state.count, state.log.as_slice(), state.note.as_str()), (5, ["x".to_owned()].as_slice(), "n"));
+
+        let built = WideUpdate::from(WideWrites { count: Some(Write::Reduce(1)), ..WideWrites::default() });
+        assert!(matches!(built.count, Some(Write::Reduce(1))) && built.note.is_none());
+    }
+
+    #[test]
+    fn an_update_prints_and_serializes_as_its_writes() {
+        let update = WideUpdate::new().count(3).log(vec!["x".to_owned()]);
+        let printed = format!("{update:?}");
+        assert!(
+            printed.starts_with("WideUpdate { count: Some(Reduce(3)), log: Some(Reduce([\"x\"])), note: None"),
+            "{printed}"
+        );
+        assert_eq!(format!("{:?}", *update), printed, "the writes print under the update's name");
+
+        let value = serde_json::to_value(&update).unwrap();
+        let back: WideUpdate = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), value);
+        assert_eq!(value.as_object().map(serde_json::Map::len), Some(2), "only written fields are serialized: {value}");
+        assert!(value.get("count").is_some() && value.get("log").is_some(), "{value}");
+
+        let unknown = serde_json::from_value::<WideUpdate>(json!({"count": 1, "bogus": 2}));
+        assert!(unknown.is_err_and(|e| e.to_string().contains("bogus")), "an unknown field is refused");
+    }
+}

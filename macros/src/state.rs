@@ -36,6 +36,11 @@ impl StateDef {
     pub(crate) fn update_ident(&self) -> Ident {
         format_ident!("{}Update", self.item.ident)
     }
+
+    /// The name of the update's fields, behind its box: `{State}Writes`.
+    pub(crate) fn writes_ident(&self) -> Ident {
+        format_ident!("{}Writes", self.item.ident)
+    }
 }
 
 /// Parses a `#[state]` struct, recording problems in `cx`.
@@ -123,63 +128,27 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
     }
     let p = private();
     let item = with_derives(&def.item);
-    let vis = &def.item.vis;
     let name = &def.item.ident;
     let update = def.update_ident();
+    let writes = def.writes_ident();
     let idents: Vec<&Ident> = def.fields.iter().map(|f| &f.ident).collect();
-    let types: Vec<&Type> = def.fields.iter().map(|f| &f.ty).collect();
     let names: Vec<String> = idents.iter().map(|i| unraw(i)).collect();
     let (message_fields, fill_ids) = message_support(def);
-    let setter_docs = def.fields.iter().map(setter_doc);
-    let field_docs = names.iter().map(|n| format!("The write of `{n}`, if this update writes it."));
     let encode_stored = encode_stored(def);
-    let write_hooks = def.fields.iter().map(|f| serde_hooks(&f.ty, "serialize_write", "deserialize_write"));
     let folds = def.fields.iter().map(fold);
     let step_folds = def.fields.iter().map(fold_step);
     let last_value = def.fields.iter().map(|f| matches!(f.reducer, Reducer::LastValue));
-    let update_doc =
-        format!("A partial update of [`{name}`]: each field the node writes, folded in with that field's reducer.");
-    // Spanned at the state's name (keyword and braces), so that rustc's "not found for this
-    // struct" points at the state the user wrote rather than at the macro.
-    let body = quote! {
-        #(
-            #[doc = #field_docs]
-            #[serde(default, skip_serializing_if = "::core::option::Option::is_none")]
-            #write_hooks
-            #vis #idents: #p::Option<#p::Write<#types>>,
-        )*
-    };
-    let definition = quote_spanned!(name.span()=> #vis struct #update { #body });
+    let update_type = update_type(def);
     let subgraph_impls = subgraph_impls(def);
     quote! {
         #item
 
-        #[doc = #update_doc]
-        #[derive(::core::clone::Clone, ::core::fmt::Debug, ::core::default::Default,
-                 #p::serde::Serialize, #p::serde::Deserialize)]
-        #[serde(crate = "::graphwright::__private::serde", deny_unknown_fields)]
-        #definition
-
-        impl #update {
-            /// An update that writes nothing.
-            #[must_use]
-            #vis fn new() -> Self {
-                <Self as ::core::default::Default>::default()
-            }
-            #(
-                #[doc = #setter_docs]
-                #[must_use]
-                #vis fn #idents(mut self, value: impl ::core::convert::Into<#p::Write<#types>>) -> Self {
-                    self.#idents = #p::Option::Some(::core::convert::Into::into(value));
-                    self
-                }
-            )*
-        }
+        #update_type
 
         #[automatically_derived]
         impl ::core::convert::From<#name> for #update {
             fn from(state: #name) -> Self {
-                Self { #( #idents: #p::Option::Some(#p::Write::Reduce(state.#idents)), )* }
+                Self(#p::Box::new(#writes { #( #idents: #p::Option::Some(#p::Write::Reduce(state.#idents)), )* }))
             }
         }
 
@@ -227,18 +196,119 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
     }
 }
 
+/// The update type: `{State}Writes` (one `Option<Write<T>>` per field, the stored form) and
+/// `{State}Update`, a box of it with one setter per field that dereferences to it.
+fn update_type(def: &StateDef) -> TokenStream {
+    let p = private();
+    let vis = &def.item.vis;
+    let name = &def.item.ident;
+    let update = def.update_ident();
+    let writes = def.writes_ident();
+    let idents: Vec<&Ident> = def.fields.iter().map(|f| &f.ident).collect();
+    let types: Vec<&Type> = def.fields.iter().map(|f| &f.ty).collect();
+    let names: Vec<String> = idents.iter().map(|i| unraw(i)).collect();
+    let setter_docs = def.fields.iter().map(setter_doc);
+    let field_docs = names.iter().map(|n| format!("The write of `{n}`, if this update writes it."));
+    let write_hooks = def.fields.iter().map(|f| serde_hooks(&f.ty, "serialize_write", "deserialize_write"));
+    let update_doc = format!(
+        "A partial update of [`{name}`]: each field the node writes, folded in with that field's reducer.\n\n\
+         Built with one setter per field (`{update}::new().field(value)`); its writes are read \
+         through [`{writes}`], which it dereferences to. The writes live on the heap, so the update \
+         is one pointer wide however many fields the state has: a builder chain and every hand-over \
+         in a run move a pointer, not kilobytes."
+    );
+    let writes_doc = format!("The writes of a [`{update}`], one `Option` per field of [`{name}`].");
+    let debug_name = update.to_string();
+    // Spanned at the state's name (keyword and braces), so that rustc's "not found for this
+    // struct" points at the state the user wrote rather than at the macro.
+    let body = quote! {
+        #(
+            #[doc = #field_docs]
+            #[serde(default, skip_serializing_if = "::core::option::Option::is_none")]
+            #write_hooks
+            #vis #idents: #p::Option<#p::Write<#types>>,
+        )*
+    };
+    let writes_definition = quote_spanned!(name.span()=> #vis struct #writes { #body });
+    let definition = quote_spanned!(name.span()=> #vis struct #update(#p::Box<#writes>););
+    quote! {
+        #[doc = #writes_doc]
+        #[derive(::core::clone::Clone, ::core::default::Default, #p::serde::Serialize, #p::serde::Deserialize)]
+        #[serde(crate = "::graphwright::__private::serde", deny_unknown_fields)]
+        #writes_definition
+
+        #[automatically_derived]
+        impl ::core::fmt::Debug for #writes {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(#debug_name) #( .field(#names, &self.#idents) )* .finish()
+            }
+        }
+
+        #[doc = #update_doc]
+        #[derive(::core::clone::Clone, ::core::default::Default, #p::serde::Serialize, #p::serde::Deserialize)]
+        #[serde(crate = "::graphwright::__private::serde", transparent)]
+        #definition
+
+        #[automatically_derived]
+        impl ::core::fmt::Debug for #update {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                ::core::fmt::Debug::fmt(&*self.0, f)
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::ops::Deref for #update {
+            type Target = #writes;
+            fn deref(&self) -> &#writes {
+                &self.0
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::ops::DerefMut for #update {
+            fn deref_mut(&mut self) -> &mut #writes {
+                &mut self.0
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::convert::From<#writes> for #update {
+            fn from(writes: #writes) -> Self {
+                Self(#p::Box::new(writes))
+            }
+        }
+
+        impl #update {
+            /// An update that writes nothing.
+            #[must_use]
+            #vis fn new() -> Self {
+                <Self as ::core::default::Default>::default()
+            }
+            #(
+                #[doc = #setter_docs]
+                #[must_use]
+                #vis fn #idents(mut self, value: impl ::core::convert::Into<#p::Write<#types>>) -> Self {
+                    self.#idents = #p::Option::Some(::core::convert::Into::into(value));
+                    self
+                }
+            )*
+        }
+    }
+}
+
 /// `FullUpdate` (every field overwritten) and `SubgraphState<Self>` (a subgraph of the same
 /// state starts from the parent's and writes back every field it ends with).
 fn subgraph_impls(def: &StateDef) -> TokenStream {
     let p = private();
     let name = &def.item.ident;
     let update = def.update_ident();
+    let writes = def.writes_ident();
     let idents: Vec<_> = def.fields.iter().map(|f| &f.ident).collect();
     quote! {
         #[automatically_derived]
         impl #p::FullUpdate for #name {
             fn full_update(self) -> #update {
-                #update { #( #idents: #p::Option::Some(#p::Write::Overwrite(self.#idents)), )* }
+                #update(#p::Box::new(#writes { #( #idents: #p::Option::Some(#p::Write::Overwrite(self.#idents)), )* }))
             }
         }
 

@@ -136,9 +136,10 @@ pub trait SendRoute: Send + 'static {
 
 /// The result of one node run, as the executor sees it.
 pub struct NodeOutput<S: State> {
-    /// Boxed: a large state's update (a 100-field one is kilobytes) then moves through the step
-    /// as a pointer instead of being copied at every hand-over.
-    pub(crate) update: Box<S::Update>,
+    /// Held as it is: `#[state]`'s update keeps its writes on the heap and is one pointer wide,
+    /// so it moves through the step without copying a large state's writes. (A hand-written
+    /// [`Update`](crate::Update) of many fields should box its own.)
+    pub(crate) update: S::Update,
     pub(crate) goto: Goto,
     pub(crate) sends: Vec<Payload>,
 }
@@ -155,17 +156,17 @@ pub(crate) enum Goto {
 impl<S: State> NodeOutput<S> {
     /// An output that applies `update` and follows the node's static edges.
     pub fn update(update: S::Update) -> Self {
-        Self { update: Box::new(update), goto: Goto::Edges, sends: Vec::new() }
+        Self { update, goto: Goto::Edges, sends: Vec::new() }
     }
 
     /// An output that applies `update` and goes where `route` says.
     pub fn route<R: Route<State = S>>(update: S::Update, route: &R) -> Self {
-        Self { update: Box::new(update), goto: Goto::Routes(vec![route.index() as u32]), sends: Vec::new() }
+        Self { update, goto: Goto::Routes(vec![route.index() as u32]), sends: Vec::new() }
     }
 
     /// An output that applies `update` and sends `payloads`.
     pub fn send(update: S::Update, payloads: Vec<Payload>) -> Self {
-        Self { update: Box::new(update), goto: Goto::Edges, sends: payloads }
+        Self { update, goto: Goto::Edges, sends: payloads }
     }
 }
 
@@ -218,7 +219,7 @@ where
 impl<R: Route> BranchReturn<R> for Command<R> {
     fn into_output(self) -> Result<NodeOutput<R::State>, NodeError> {
         let goto = self.goto.iter().map(|r| r.index() as u32).collect();
-        Ok(NodeOutput { update: Box::new(self.update), goto: Goto::Routes(goto), sends: Vec::new() })
+        Ok(NodeOutput { update: self.update, goto: Goto::Routes(goto), sends: Vec::new() })
     }
 }
 

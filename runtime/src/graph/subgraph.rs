@@ -506,11 +506,7 @@ fn finish<CS: State, P: State, C>(
             Err(ParentGotoError::Missing { node: node.to_owned(), targets: names(targets) }.into())
         }
         (Some(target), Some(targets)) => match targets.iter().position(|t| t == target) {
-            Some(at) => Ok(NodeOutput {
-                update: Box::new(update),
-                goto: crate::node::Goto::Routes(vec![at as u32]),
-                sends: Vec::new(),
-            }),
+            Some(at) => Ok(NodeOutput { update, goto: crate::node::Goto::Routes(vec![at as u32]), sends: Vec::new() }),
             None => Err(ParentGotoError::NotATarget {
                 node: node.to_owned(),
                 target: target.clone(),

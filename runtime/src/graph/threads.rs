@@ -368,7 +368,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             tasks.push(PendingTask {
                 node: graph.node_names[task.node as usize].to_string(),
                 index: index as u32,
-                result: stored.outputs[index].as_ref().map(|o| (*o.output.update).clone()),
+                result: stored.outputs[index].as_ref().map(|o| o.output.update.clone()),
                 error: errors[index].clone(),
                 interrupts: pending.iter().filter(|(t, _)| *t == index).map(|(_, i)| i.clone()).collect(),
                 subgraph: None,

@@ -65,11 +65,11 @@ pub(crate) async fn task_finished<S: State, C>(
     result: &Result<NodeOutput<S>, Stop>,
 ) -> Result<(), GraphError> {
     if let (Ok(output), true) = (result, sink.modes.contains(StreamMode::Updates)) {
-        sink.send(step, EventKind::Update { node: node(graph, task), update: (*output.update).clone() }).await?;
+        sink.send(step, EventKind::Update { node: node(graph, task), update: output.update.clone() }).await?;
     }
     if sink.modes.contains(StreamMode::Tasks) {
         let (error, interrupted, result) = match result {
-            Ok(output) => (None, false, Some((*output.update).clone())),
+            Ok(output) => (None, false, Some(output.update.clone())),
             Err(Stop::Failed(error)) => (Some(failure_text(error)), false, None),
             Err(Stop::Paused(_)) => (None, true, None),
         };

@@ -258,7 +258,7 @@ async fn fold<S: State, C>(
         }
         match record::decode_write(graph, thread, write, parent_body)? {
             Decoded::Input(update) => updates.push(update),
-            Decoded::Output(output) => updates.push(*output.update),
+            Decoded::Output(output) => updates.push(output.update),
             Decoded::Interrupt { .. } | Decoded::Answer(_) | Decoded::Outcome(_) | Decoded::Result(..) => {
                 return Err(at
                     .corrupt("folded", format!("write {}.{} holds no update", entry.task, entry.index))

@@ -20,7 +20,7 @@ pub(crate) fn apply<S: State, C>(
         state.apply_mut(&mut only.update);
         return Ok(());
     }
-    let updates: Vec<&S::Update> = outputs.iter().flatten().map(|o| &*o.update).collect();
+    let updates: Vec<&S::Update> = outputs.iter().flatten().map(|o| &o.update).collect();
     if let Some(conflict) = S::conflict(&updates) {
         let name = |i: usize| graph.node_names[tasks[i].node as usize].to_string();
         return Err(GraphError::InvalidUpdate {
@@ -30,7 +30,7 @@ pub(crate) fn apply<S: State, C>(
             step,
         });
     }
-    let mut updates: Vec<&mut S::Update> = outputs.iter_mut().flatten().map(|o| &mut *o.update).collect();
+    let mut updates: Vec<&mut S::Update> = outputs.iter_mut().flatten().map(|o| &mut o.update).collect();
     state.apply_step(&mut updates);
     Ok(())
 }

@@ -484,7 +484,7 @@ pub(crate) fn encode_output<S: State, C>(
             .map_err(|e| unstorable(format!("a Send payload from `{}` to `{}`", node.name, target.name), e))?;
         wrap_blob(&mut out.bytes, start);
     }
-    codec::encode_update(&mut out.bytes, &*output.update)
+    codec::encode_update(&mut out.bytes, &output.update)
         .map_err(|e| unstorable(format!("the update of node `{}`", node.name), e))?;
     Ok(out.into_exact())
 }
@@ -726,7 +726,7 @@ fn decode_output<S: State, C>(
         sends.push(Payload { target, value });
     }
     let update = codec::decode::<S::Update>(input.rest()).map_err(|e| place.field("update", e))?;
-    Ok(Decoded::Output(NodeOutput { update: Box::new(update), goto, sends }))
+    Ok(Decoded::Output(NodeOutput { update, goto, sends }))
 }
 
 /// A step's outcome record.

@@ -152,7 +152,7 @@ impl<S: State, C> Ending<'_, S, C> {
         result: Result<NodeOutput<S>, Stop>,
     ) -> Result<Result<NodeOutput<S>, Stop>, StepFailure> {
         let result = result.map(|mut output| {
-            crate::state::Update::fill_ids(&mut *output.update);
+            crate::state::Update::fill_ids(&mut output.update);
             output
         });
         if self.persist.is_none() && self.sink.is_none() {

@@ -131,7 +131,7 @@ async fn apply<S: State, C>(
         [(update, AsNode::End)] => {
             if at_head && let Some(stored) = stored {
                 let mut outputs: Vec<S::Update> =
-                    stored.outputs.into_iter().flatten().map(|o| *o.output.update).collect();
+                    stored.outputs.into_iter().flatten().map(|o| o.output.update).collect();
                 let mut refs: Vec<&mut S::Update> = outputs.iter_mut().collect();
                 state.apply_step(&mut refs);
             }
