@@ -76,7 +76,11 @@ async fn put_is_a_compare_and_set_on_the_head(saver: &dyn Checkpointer) {
         .put(&c, record("c", "x2", Some("x1"), 0, Source::Loop), Some("x1".into()), vec![write("c", "x1", 0, "{}")])
         .await
         .unwrap();
-    assert_eq!(saver.writes("c", "x1").await.unwrap().len(), 1, "writes go in with their checkpoint");
+    assert_eq!(
+        saver.writes("c", "x1").await.unwrap(),
+        [write("c", "x1", 0, "{}")],
+        "writes go in with their checkpoint"
+    );
 }
 
 async fn writes_are_idempotent_and_ordered(saver: &dyn Checkpointer) {
@@ -88,6 +92,15 @@ async fn writes_are_idempotent_and_ordered(saver: &dyn Checkpointer) {
         saver.writes("w", "k1").await.unwrap().into_iter().map(|w| (w.task, w.body)).collect();
     assert_eq!(stored, [(0, b"zero".to_vec()), (1, b"one".to_vec()), (2, b"two".to_vec())]);
     assert!(saver.writes("w", "k2").await.unwrap().is_empty());
+    // A write comes back whole: its thread and checkpoint too, not only what the saver keys it by.
+    assert_eq!(saver.writes("w", "k1").await.unwrap()[0], write("w", "k1", 0, "zero"));
+    // Writes of an older checkpoint arriving after a newer one's still land under their own.
+    saver.put(&w, record("w", "k3", Some("k1"), 1, Source::Loop), Some("k1".into()), Vec::new()).await.unwrap();
+    saver.put_writes(&w, vec![write("w", "k3", 0, "newer")]).await.unwrap();
+    saver.put_writes(&w, vec![write("w", "k2", 0, "older")]).await.unwrap();
+    assert_eq!(saver.writes("w", "k2").await.unwrap(), [write("w", "k2", 0, "older")]);
+    assert_eq!(saver.writes("w", "k3").await.unwrap(), [write("w", "k3", 0, "newer")]);
+    assert_eq!(saver.writes("w", "k1").await.unwrap().len(), 3);
 }
 
 async fn delete_removes_one_thread_only(saver: &dyn Checkpointer) {

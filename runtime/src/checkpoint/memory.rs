@@ -5,8 +5,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::collections::HashMap;
 
-/// Maps keyed by thread and checkpoint ids. foldhash hashes a short id in a fraction of
-/// `SipHash`'s time (a put hashes three ids), and its seed is random per map, which is enough
+/// Threads keyed by their ids. foldhash hashes a short id in a fraction of
+/// `SipHash`'s time (a put hashes the thread's), and its seed is random per map, which is enough
 /// for a store that lives in one process.
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::{Mutex, MutexGuard};
@@ -23,10 +23,13 @@ struct Thread {
     /// Checkpoints by id (ids sort by creation time).
     /// Ordered by id. Ids grow with time, so a put nearly always appends.
     checkpoints: Vec<CheckpointRecord>,
-    /// Writes by checkpoint, then by (task, index).
-    /// By checkpoint, ordered by (task, index): nearly always appended at the end, and far
-    /// smaller than a map per checkpoint.
-    writes: Map<String, Vec<WriteRecord>>,
+    /// Writes by checkpoint: ordered by checkpoint id, then each checkpoint's by (task, index).
+    /// Both are nearly always appended at the end (ids grow with time, and a checkpoint's writes
+    /// arrive while it is the newest), which costs less than hashing an id per put.
+    writes: Vec<(String, Vec<WriteRecord>)>,
+    // Stored records leave out what their place already says (the thread of every record, the
+    // checkpoint of a write); reads put it back. A step then keeps two strings fewer for the
+    // run's length, and the map's key is the write's own checkpoint id rather than a copy.
     /// Whether a claim is held, and the latest claim's fence (kept across deletes, so fences
     /// keep growing).
     claimed: bool,
@@ -51,12 +54,24 @@ impl Thread {
         self.checkpoints.binary_search_by(|c| c.id.as_str().cmp(id))
     }
 
+    fn writes_of(&self, checkpoint: &str) -> Option<&Vec<WriteRecord>> {
+        let at = self.writes.binary_search_by(|(id, _)| id.as_str().cmp(checkpoint)).ok()?;
+        Some(&self.writes[at].1)
+    }
+
     fn insert_writes(&mut self, writes: Vec<WriteRecord>) {
-        for write in writes {
-            let of_checkpoint = match self.writes.get_mut(&write.checkpoint_id) {
-                Some(found) => found,
-                None => self.writes.entry(write.checkpoint_id.clone()).or_default(),
+        for mut write in writes {
+            write.thread_id = String::new();
+            let checkpoint = std::mem::take(&mut write.checkpoint_id);
+            let at = match self.writes.last() {
+                Some((last, _)) if *last < checkpoint => Err(self.writes.len()),
+                _ => self.writes.binary_search_by(|(id, _)| id.as_str().cmp(&checkpoint)),
             };
+            let at = at.unwrap_or_else(|at| {
+                self.writes.insert(at, (checkpoint, Vec::new()));
+                at
+            });
+            let of_checkpoint = &mut self.writes[at].1;
             let key = (write.task, write.index);
             let found = match of_checkpoint.last() {
                 Some(last) if (last.task, last.index) < key => Err(of_checkpoint.len()),
@@ -71,7 +86,7 @@ impl Thread {
 
     fn put(
         &mut self,
-        record: CheckpointRecord,
+        mut record: CheckpointRecord,
         expected_head: Option<String>,
         writes: Vec<WriteRecord>,
     ) -> Result<(), CheckpointError> {
@@ -84,6 +99,7 @@ impl Thread {
             });
         }
         self.insert_writes(writes);
+        record.thread_id = String::new();
         match self.checkpoints.last() {
             Some(last) if last.id >= record.id => match self.find(&record.id) {
                 Ok(at) => self.checkpoints[at] = record,
@@ -93,6 +109,11 @@ impl Thread {
         }
         Ok(())
     }
+}
+
+/// A stored checkpoint as a read returns it: with the thread its place left out.
+fn stored_checkpoint(record: &CheckpointRecord, thread: &str) -> CheckpointRecord {
+    CheckpointRecord { thread_id: thread.to_owned(), ..record.clone() }
 }
 
 impl MemorySaver {
@@ -198,11 +219,12 @@ impl Checkpointer for MemorySaver {
         id: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
         let result = self.threads().map(|threads| {
-            let thread = threads.get(thread)?;
-            match id {
-                Some(id) => thread.find(id).ok().map(|at| thread.checkpoints[at].clone()),
-                None => thread.checkpoints.last().cloned(),
-            }
+            let found = threads.get(thread)?;
+            let record = match id {
+                Some(id) => found.find(id).ok().map(|at| &found.checkpoints[at]),
+                None => found.checkpoints.last(),
+            };
+            record.map(|r| stored_checkpoint(r, thread))
         });
         async move { result }.boxed()
     }
@@ -213,15 +235,15 @@ impl Checkpointer for MemorySaver {
         filter: &'a ListFilter,
     ) -> BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
         let result = self.threads().map(|threads| {
-            let Some(thread) = threads.get(thread) else { return Vec::new() };
-            thread
+            let Some(found) = threads.get(thread) else { return Vec::new() };
+            found
                 .checkpoints
                 .iter()
                 .rev()
                 .filter(|c| filter.before.as_ref().is_none_or(|before| c.id < *before))
                 .filter(|c| filter.source.is_none_or(|source| c.source == source))
                 .take(filter.limit.unwrap_or(usize::MAX))
-                .cloned()
+                .map(|c| stored_checkpoint(c, thread))
                 .collect()
         });
         async move { result }.boxed()
@@ -233,8 +255,15 @@ impl Checkpointer for MemorySaver {
         checkpoint: &'a str,
     ) -> BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
         let result = self.threads().map(|threads| {
-            let Some(writes) = threads.get(thread).and_then(|t| t.writes.get(checkpoint)) else { return Vec::new() };
-            writes.clone()
+            let Some(writes) = threads.get(thread).and_then(|t| t.writes_of(checkpoint)) else { return Vec::new() };
+            writes
+                .iter()
+                .map(|w| WriteRecord {
+                    thread_id: thread.to_owned(),
+                    checkpoint_id: checkpoint.to_owned(),
+                    ..w.clone()
+                })
+                .collect()
         });
         async move { result }.boxed()
     }
@@ -274,7 +303,7 @@ impl Checkpointer for MemorySaver {
                 }
                 let keep = after.map_or(0, |id| found.find(id).map_or_else(|at| at, |at| at + 1));
                 found.checkpoints.truncate(keep);
-                found.writes.retain(|id, _| after.is_some_and(|after| id.as_str() <= after));
+                found.writes.retain(|(id, _)| after.is_some_and(|after| id.as_str() <= after));
                 if key == thread {
                     found.fence += 1;
                     found.claimed = false;
