@@ -148,7 +148,7 @@ pub(crate) fn expand(def: &StateDef) -> TokenStream {
         #[automatically_derived]
         impl ::core::convert::From<#name> for #update {
             fn from(state: #name) -> Self {
-                Self(#p::Box::new(#writes { #( #idents: #p::Option::Some(#p::Write::Reduce(state.#idents)), )* }))
+                Self::from(#writes { #( #idents: #p::Option::Some(#p::Write::Reduce(state.#idents)), )* })
             }
         }
 
@@ -308,7 +308,7 @@ fn subgraph_impls(def: &StateDef) -> TokenStream {
         #[automatically_derived]
         impl #p::FullUpdate for #name {
             fn full_update(self) -> #update {
-                #update(#p::Box::new(#writes { #( #idents: #p::Option::Some(#p::Write::Overwrite(self.#idents)), )* }))
+                #update::from(#writes { #( #idents: #p::Option::Some(#p::Write::Overwrite(self.#idents)), )* })
             }
         }
 

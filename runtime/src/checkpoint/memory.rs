@@ -26,10 +26,11 @@ struct Thread {
     /// Writes by checkpoint: ordered by checkpoint id, then each checkpoint's by (task, index).
     /// Both are nearly always appended at the end (ids grow with time, and a checkpoint's writes
     /// arrive while it is the newest), which costs less than hashing an id per put.
+    ///
+    /// Stored records leave out what their place already says (the thread of every record, the
+    /// checkpoint of a write, whose id becomes its entry's key); reads put it back. A step then
+    /// keeps two strings fewer for the run's length.
     writes: Vec<(String, Vec<WriteRecord>)>,
-    // Stored records leave out what their place already says (the thread of every record, the
-    // checkpoint of a write); reads put it back. A step then keeps two strings fewer for the
-    // run's length, and the map's key is the write's own checkpoint id rather than a copy.
     /// Whether a claim is held, and the latest claim's fence (kept across deletes, so fences
     /// keep growing).
     claimed: bool,
@@ -51,11 +52,11 @@ impl Thread {
     }
 
     fn find(&self, id: &str) -> Result<usize, usize> {
-        self.checkpoints.binary_search_by(|c| c.id.as_str().cmp(id))
+        position(&self.checkpoints, &id, |c| c.id.as_str())
     }
 
     fn writes_of(&self, checkpoint: &str) -> Option<&Vec<WriteRecord>> {
-        let at = self.writes.binary_search_by(|(id, _)| id.as_str().cmp(checkpoint)).ok()?;
+        let at = position(&self.writes, &checkpoint, |(id, _)| id.as_str()).ok()?;
         Some(&self.writes[at].1)
     }
 
@@ -63,22 +64,13 @@ impl Thread {
         for mut write in writes {
             write.thread_id = String::new();
             let checkpoint = std::mem::take(&mut write.checkpoint_id);
-            let at = match self.writes.last() {
-                Some((last, _)) if *last < checkpoint => Err(self.writes.len()),
-                _ => self.writes.binary_search_by(|(id, _)| id.as_str().cmp(&checkpoint)),
-            };
-            let at = at.unwrap_or_else(|at| {
+            let at = position(&self.writes, &checkpoint.as_str(), |(id, _)| id.as_str()).unwrap_or_else(|at| {
                 self.writes.insert(at, (checkpoint, Vec::new()));
                 at
             });
             let of_checkpoint = &mut self.writes[at].1;
-            let key = (write.task, write.index);
-            let found = match of_checkpoint.last() {
-                Some(last) if (last.task, last.index) < key => Err(of_checkpoint.len()),
-                _ => of_checkpoint.binary_search_by_key(&key, |w| (w.task, w.index)),
-            };
             // The first write under a key is kept, as a store keyed by it would.
-            if let Err(at) = found {
+            if let Err(at) = position(of_checkpoint, &(write.task, write.index), |w| (w.task, w.index)) {
                 of_checkpoint.insert(at, write);
             }
         }
@@ -100,14 +92,20 @@ impl Thread {
         }
         self.insert_writes(writes);
         record.thread_id = String::new();
-        match self.checkpoints.last() {
-            Some(last) if last.id >= record.id => match self.find(&record.id) {
-                Ok(at) => self.checkpoints[at] = record,
-                Err(at) => self.checkpoints.insert(at, record),
-            },
-            _ => self.checkpoints.push(record),
+        match self.find(&record.id) {
+            Ok(at) => self.checkpoints[at] = record,
+            Err(at) => self.checkpoints.insert(at, record),
         }
         Ok(())
+    }
+}
+
+/// Where `key` is (`Ok`) or would go (`Err`) in `items`, ordered by `key_of`. Keys nearly always
+/// grow, so the last item is looked at before searching.
+fn position<'a, T, K: Ord>(items: &'a [T], key: &K, key_of: impl Fn(&'a T) -> K) -> Result<usize, usize> {
+    match items.last() {
+        Some(last) if key_of(last) < *key => Err(items.len()),
+        _ => items.binary_search_by(|item| key_of(item).cmp(key)),
     }
 }
 

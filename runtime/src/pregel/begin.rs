@@ -69,9 +69,7 @@ pub(crate) async fn start<S: State, C>(
     }
     state.apply(input);
     let tasks = planner.start(graph, &state);
-    if let Some(op) = persist.begin_checkpoint(graph, &state, 1, &tasks, &planner)? {
-        persist.send(op, true).await?;
-    }
+    persist.checkpoint(graph, &state, 1, &tasks, &planner).await?;
     let saved = Slots::new();
     Ok(Begin { persist, state, tasks, saved, planner, resumed: false })
 }
@@ -209,9 +207,7 @@ async fn apply_input<S: State, C>(
     let mut planner = Planner::new(graph);
     let mut tasks = planner.start(graph, &state);
     Planner::add_pulled(&mut tasks, goto);
-    if let Some(op) = persist.begin_checkpoint(graph, &state, 1, &tasks, &planner)? {
-        persist.send(op, true).await?;
-    }
+    persist.checkpoint(graph, &state, 1, &tasks, &planner).await?;
     let saved = Slots::new();
     Ok(Begin { persist, state, tasks, saved, planner, resumed: false })
 }

@@ -440,6 +440,34 @@ impl Persist {
         Ok(Some(self.begin_commit(record, writes)))
     }
 
+    /// Makes and stores the checkpoint after a step ([`Persist::begin_checkpoint`], then
+    /// [`Persist::send`]), for callers off the run's loop.
+    pub(crate) async fn checkpoint<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        ran: usize,
+        next: &[Task],
+        planner: &Planner,
+    ) -> Result<(), GraphError> {
+        match self.begin_checkpoint(graph, state, ran, next, planner)? {
+            Some(op) => self.send(op, true).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Stores a checkpoint at the current step with a snapshot of `state`.
+    async fn put_snapshot<S: State, C>(
+        &mut self,
+        graph: &Inner<S, C>,
+        state: &S,
+        next: &[Task],
+        planner: &Planner,
+    ) -> Result<(), GraphError> {
+        let (record, writes) = self.snapshot(graph, state, next, planner)?;
+        self.commit(record, writes, true).await
+    }
+
     /// A checkpoint at the current step with a snapshot of `state`, and the writes held for it.
     fn snapshot<S: State, C>(
         &mut self,
@@ -485,8 +513,7 @@ impl Persist {
         planner: &Planner,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit && self.unsaved {
-            let (record, writes) = self.snapshot(graph, state, &[], planner)?;
-            self.commit(record, writes, true).await?;
+            self.put_snapshot(graph, state, &[], planner).await?;
         }
         self.drain().await
     }
@@ -501,8 +528,7 @@ impl Persist {
         planner: &Planner,
     ) -> Result<(), GraphError> {
         if self.durability == Durability::Exit && self.unsaved {
-            let (record, writes) = self.snapshot(graph, state, tasks, planner)?;
-            self.commit(record, writes, true).await?;
+            self.put_snapshot(graph, state, tasks, planner).await?;
         }
         Ok(())
     }
