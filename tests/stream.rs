@@ -268,3 +268,71 @@ async fn a_stream_runs_nothing_until_it_is_polled() {
     drop(events);
     assert!(!dropped.load(Ordering::SeqCst), "the node never started, so there was nothing to drop");
 }
+
+/// A door a node waits at, counting how often it was asked whether it is open.
+#[derive(Default)]
+struct Door {
+    asked: AtomicUsize,
+    open: AtomicBool,
+    waiting: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+impl Door {
+    fn open(&self) {
+        self.open.store(true, Ordering::SeqCst);
+        if let Some(waker) = self.waiting.lock().unwrap().take() {
+            waker.wake();
+        }
+    }
+
+    async fn pass(&self) {
+        std::future::poll_fn(|cx| {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            *self.waiting.lock().unwrap() = Some(cx.waker().clone());
+            if self.open.load(Ordering::SeqCst) { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+        })
+        .await;
+    }
+}
+
+#[graph(context = Arc<super::Door>)]
+mod doorway {
+    use graphwright::prelude::*;
+    use std::sync::Arc;
+
+    #[state]
+    pub struct State {
+        pub n: u32,
+    }
+
+    #[node(entry, next = END)]
+    async fn walk(_state: &State, rt: &Runtime<Arc<super::Door>>) -> StateUpdate {
+        rt.write("at the door");
+        rt.context().pass().await;
+        rt.write("through");
+        StateUpdate::new()
+    }
+}
+
+#[tokio::test]
+async fn a_waiting_run_is_polled_again_only_once_woken() {
+    let app = doorway::graph().compile().unwrap();
+    let door = Arc::new(Door::default());
+    let cfg = RunConfig::default().context(Arc::clone(&door));
+    let mut events = app.stream(doorway::State::default(), &cfg, StreamMode::Custom);
+    let first = events.next().await.unwrap();
+    assert!(matches!(&first.kind, EventKind::Custom { value, .. } if value == "at the door"), "{first:?}");
+    assert_eq!(door.asked.load(Ordering::SeqCst), 1);
+    // The event was handed over from a run that then waited: asking for more polls nothing
+    // until the door wakes it.
+    for _ in 0..3 {
+        assert!(futures::poll!(events.next()).is_pending());
+    }
+    assert_eq!(door.asked.load(Ordering::SeqCst), 1, "the run was polled again without being woken");
+    door.open();
+    let next = events.next().await.unwrap();
+    assert!(matches!(&next.kind, EventKind::Custom { value, .. } if value == "through"), "{next:?}");
+    assert_eq!(door.asked.load(Ordering::SeqCst), 2);
+    assert!(matches!(events.next().await.unwrap().kind, EventKind::Finished { .. }));
+    assert!(events.next().await.is_none());
+}

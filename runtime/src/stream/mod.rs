@@ -14,13 +14,15 @@ use crate::error::GraphError;
 use crate::interrupt::Interrupt;
 use crate::state::State;
 use futures::Stream;
+use futures::task::AtomicWaker;
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
 use std::ops::BitOr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 
 mod app;
 pub(crate) mod nested;
@@ -462,13 +464,41 @@ pub struct RunStream<S: State> {
     /// [`cancel`]: RunStream::cancel
     run: Mutex<Option<Run>>,
     queue: Arc<Queue<S>>,
+    /// Whether the run has been woken since it last returned `Pending`.
+    woken: Arc<Woken>,
+    /// The waker the run is polled with: it marks [`woken`](Self::woken), then wakes the
+    /// consumer.
+    run_waker: Waker,
     run_id: u64,
     done: bool,
 }
 
+/// The consumer's waker, behind a flag the run's wakers set. A run that handed over an event
+/// and then waited must not be polled again until something it waits on is ready: a token
+/// stream would otherwise poll the whole run twice per token, once to find the token and once
+/// to find nothing.
+struct Woken {
+    flag: AtomicBool,
+    consumer: AtomicWaker,
+}
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.flag.store(true, Ordering::Release);
+        self.consumer.wake();
+    }
+}
+
 impl<S: State> RunStream<S> {
     pub(crate) fn new(run_id: u64, queue: Arc<Queue<S>>, run: Run) -> Self {
-        Self { run: Mutex::new(Some(run)), queue, run_id, done: false }
+        // Woken at first: the run has not been polled yet.
+        let woken = Arc::new(Woken { flag: AtomicBool::new(true), consumer: AtomicWaker::new() });
+        let run_waker = Waker::from(woken.clone());
+        Self { run: Mutex::new(Some(run)), queue, woken, run_waker, run_id, done: false }
     }
 
     /// Stops the run now: no more of its code runs, and what it holds is dropped. The stream
@@ -501,7 +531,12 @@ impl<S: State> Stream for RunStream<S> {
                 let kind = EventKind::Cancelled;
                 return Poll::Ready(Some(Event { run_id: this.run_id, step: 0, namespace: Vec::new(), kind }));
             };
-            match future.as_mut().poll(cx) {
+            // Registered before the flag is read, so that a wake in between is not lost.
+            this.woken.consumer.register(cx.waker());
+            if !this.woken.flag.swap(false, Ordering::Acquire) {
+                return Poll::Pending;
+            }
+            match future.as_mut().poll(&mut Context::from_waker(&this.run_waker)) {
                 Poll::Ready(()) => *run = None,
                 Poll::Pending if this.queue.is_empty() => return Poll::Pending,
                 Poll::Pending => {}
