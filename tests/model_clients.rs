@@ -374,6 +374,61 @@ async fn every_malformed_response_shape_is_a_typed_error() {
     assert!(matches!(&error, ModelError::Server { message, .. } if message.contains("model crashed")), "{error}");
 }
 
+/// A text chunk as servers send them, every one the same bytes around its text.
+fn same_shape(text: &str) -> String {
+    format!(
+        r#"data: {{"id":"c1","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}"#
+    )
+}
+
+#[tokio::test]
+async fn server_sent_events_are_read_however_the_bytes_are_cut() {
+    let [he, l, quoted, wo, rld, bang, query] = ["He", "l", r#"l\"o"#, " wö", "rld", "!!", "?"].map(same_shape);
+    let pieces: Vec<Vec<u8>> = vec![
+        // A comment and an event name first, lines ending in CR LF.
+        format!(": keep-alive\r\nevent: chunk\r\n{he}\r\n\r\n").into_bytes(),
+        // No space after the colon; then an event cut mid-line.
+        format!("{}\n\n{}", l.replacen("data: ", "data:", 1), &quoted[..40]).into_bytes(),
+        format!("{}\n", &quoted[40..]).into_bytes(),
+        // The blank line that ends it comes alone, then an event of two data lines.
+        b"\ndata: {\"choices\":[{\"index\":0,\"delta\":\ndata: {\"content\":\"!\"}}]}\n\n".to_vec(),
+        // Two events at once, lines ending in CR; the text of the first cut inside its `ö`.
+        format!("{wo}\r\r{rld}").as_bytes()[..wo.len() - 27].to_vec(),
+        format!("{wo}\r\r{rld}").as_bytes()[wo.len() - 27..].to_vec(),
+        // Two events of the learned shape at once, read by comparison.
+        format!("\r\r{bang}\n\n{query}\n\n").into_bytes(),
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_vec(),
+    ];
+    let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+    let server = Loopback::serve(vec![Canned::stream_bytes(&pieces, Duration::from_millis(5))]).await;
+    let model = openai(&format!("{}/v1", server.url())).streaming(true).retry(ModelRetry::none());
+    let reply = model.respond(&ask("hi"), &Runtime::detached()).await.unwrap();
+    assert_eq!(reply.message.content, "Hell\"o! wörld!!?");
+    assert_eq!(reply.finish_reason, FinishReason::Stop);
+}
+
+#[tokio::test]
+async fn a_stream_that_is_not_utf8_is_an_error_saying_so() {
+    let mut broken = same_shape("x\u{e9}y").into_bytes();
+    let at = broken.iter().position(|&b| b == 0xc3).unwrap();
+    broken.remove(at); // `é` without its first byte
+    broken.extend_from_slice(b"\n\n");
+    let first = format!("{}\n\n", same_shape("ok"));
+    let stream = |pieces: &[&[u8]]| Canned::stream_bytes(pieces, Duration::from_millis(1));
+    // The bad chunk first, and after a chunk of the same shape was read.
+    for canned in [stream(&[&broken]), stream(&[first.as_bytes(), &broken])] {
+        let server = Loopback::serve(vec![canned]).await;
+        let model = openai(&format!("{}/v1", server.url())).streaming(true).retry(ModelRetry::none());
+        let error = model.respond(&ask("hi"), &Runtime::detached()).await.unwrap_err();
+        assert!(matches!(&error, ModelError::Stream { message, .. } if message.contains("not UTF-8")), "{error}");
+    }
+    // Anthropic's reader too.
+    let server = Loopback::serve(vec![stream(&[b"event: ping\ndata: {\"type\": \"p\xffng\"}\n\n"])]).await;
+    let model = anthropic(server.url()).streaming(true).retry(ModelRetry::none());
+    let error = model.respond(&ask("hi"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(&error, ModelError::Stream { message, .. } if message.contains("not UTF-8")), "{error}");
+}
+
 #[tokio::test]
 async fn lenient_shapes_of_compatible_servers_are_read() {
     // Old Ollama: each call whole, no `index`; a finish reason nobody documented; no usage.

@@ -270,6 +270,15 @@ impl Canned {
         Self { pieces }
     }
 
+    /// An event stream sent as the given `pieces` of bytes, `gap` apart, cut wherever they
+    /// are cut (mid-line, mid-event, several events at once), then the connection closes.
+    pub fn stream_bytes(pieces: &[&[u8]], gap: Duration) -> Self {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        let mut all = vec![(Duration::ZERO, head.as_bytes().to_vec())];
+        all.extend(pieces.iter().map(|p| (gap, p.to_vec())));
+        Self { pieces: all }
+    }
+
     /// The same response with extra headers (`name: value` lines) after the status line.
     pub fn header(mut self, line: &str) -> Self {
         let first = &mut self.pieces[0].1;

@@ -506,16 +506,12 @@ async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> R
     let mut events = sse::Events::new(response);
     let mut reply = Assembly::default();
     while events.next().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))? {
-        let event = &events;
-        if event.data.trim().is_empty() {
+        let data = events.text().map_err(|message| sse::broken(PROVIDER, reply.delivered, message))?;
+        if data.trim().is_empty() {
             continue;
         }
-        let parsed: StreamEvent = serde_json::from_str(&event.data).map_err(|e| {
-            sse::broken(
-                PROVIDER,
-                reply.delivered,
-                format!("an event is not a Messages stream event ({e}): {}", event.data),
-            )
+        let parsed: StreamEvent = serde_json::from_str(data).map_err(|e| {
+            sse::broken(PROVIDER, reply.delivered, format!("an event is not a Messages stream event ({e}): {data}"))
         })?;
         if reply.take(parsed, sink)? {
             return Ok(reply.finish());

@@ -620,11 +620,13 @@ impl Assembly {
 impl Assembly {
     /// Reads one event's data; `Ok(true)` when it ends the stream (`[DONE]`). A chunk of the
     /// shape of the last text-only chunk is read without parsing it (see [`ChunkShape`]).
-    fn event(&mut self, data: &str, sink: &mut dyn ReplySink) -> Result<bool, ModelError> {
+    fn event(&mut self, data: &[u8], sink: &mut dyn ReplySink) -> Result<bool, ModelError> {
         if let Some(text) = self.shape.text_of(data) {
             self.text(text, sink);
             return Ok(false);
         }
+        let data = std::str::from_utf8(data)
+            .map_err(|e| sse::broken(PROVIDER, self.delivered, format!("the stream is not UTF-8: {e}")))?;
         if data == "[DONE]" {
             return Ok(true);
         }
@@ -646,8 +648,18 @@ impl Assembly {
 async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
     let mut events = sse::Events::new(response);
     let mut reply = Assembly::default();
-    while events.next().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))? {
-        if reply.event(&events.data, sink)? {
+    loop {
+        // A text chunk of the last one's shape, read whole from the bytes as they came.
+        let unread = events.unread().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))?;
+        if let Some((text, len)) = reply.shape.text_of_event(unread) {
+            reply.text(text, sink);
+            events.skip(len);
+            continue;
+        }
+        if !events.next().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))? {
+            break;
+        }
+        if reply.event(events.bytes(), sink)? {
             return reply.finish();
         }
     }
@@ -677,7 +689,7 @@ mod tests {
         let mut sink = Pieces(Vec::new());
         let mut reply = Assembly::default();
         for chunk in chunks {
-            if let Err(e) = reply.event(&chunk.to_string(), &mut sink) {
+            if let Err(e) = reply.event(chunk.to_string().as_bytes(), &mut sink) {
                 return (Err(e), sink.0);
             }
         }
