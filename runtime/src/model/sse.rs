@@ -52,8 +52,11 @@ impl Events {
 
     /// The bytes that arrived and are not read yet, starting where an event may; more are read
     /// first when none are left. Empty once the body ended. A reader that knows what its events
-    /// look like may take whole ones from the front with [`skip`](Self::skip).
+    /// look like may take whole ones from the front with [`skip`](Self::skip). The current
+    /// event is given up: [`bytes`](Self::bytes) is empty until [`next`](Self::next).
     pub(crate) async fn unread(&mut self) -> Result<&[u8], String> {
+        self.data = Data::Joined;
+        self.joined.clear();
         if self.at == self.buf.len() && !self.ended {
             self.fill().await?;
         }
