@@ -264,10 +264,9 @@ impl Canned {
     /// An event stream whose events are sent one by one, `gap` apart, after which the
     /// connection closes (so leaving out the terminator cuts the stream).
     pub fn stream(events: &[&str], gap: Duration) -> Self {
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-        let mut pieces = vec![(Duration::ZERO, head.as_bytes().to_vec())];
-        pieces.extend(events.iter().map(|e| (gap, format!("{e}\n\n").into_bytes())));
-        Self { pieces }
+        let events: Vec<String> = events.iter().map(|e| format!("{e}\n\n")).collect();
+        let pieces: Vec<&[u8]> = events.iter().map(String::as_bytes).collect();
+        Self::stream_bytes(&pieces, gap)
     }
 
     /// An event stream sent as the given `pieces` of bytes, `gap` apart, cut wherever they

@@ -625,8 +625,7 @@ impl Assembly {
             self.text(text, sink);
             return Ok(false);
         }
-        let data = std::str::from_utf8(data)
-            .map_err(|e| sse::broken(PROVIDER, self.delivered, format!("the stream is not UTF-8: {e}")))?;
+        let data = std::str::from_utf8(data).map_err(|e| sse::broken(PROVIDER, self.delivered, sse::not_utf8(e)))?;
         if data == "[DONE]" {
             return Ok(true);
         }

@@ -168,7 +168,8 @@ impl Events {
     }
 }
 
-fn not_utf8(error: std::str::Utf8Error) -> String {
+/// What a stream whose bytes are not UTF-8 breaks with.
+pub(crate) fn not_utf8(error: std::str::Utf8Error) -> String {
     format!("the stream is not UTF-8: {error}")
 }
 
