@@ -97,6 +97,9 @@ pub enum ServerError {
         /// What went wrong.
         reason: String,
     },
+    /// A [`Cors`](crate::Cors) setting is not an origin, a method or a header name.
+    #[error(transparent)]
+    Cors(#[from] crate::cors::CorsError),
     /// Two graphs were given the same name.
     #[error("two graphs are named `{0}`: give each graph its own name")]
     DuplicateGraph(String),

@@ -58,6 +58,7 @@ mod api;
 mod app;
 #[cfg(feature = "postgres")]
 mod cluster;
+mod cors;
 mod error;
 mod meta;
 mod runs;
@@ -66,5 +67,6 @@ mod server;
 mod time;
 mod wire;
 
+pub use cors::{Cors, CorsError};
 pub use error::{ApiError, ServerError};
 pub use server::{Bound, DEFAULT_BODY_LIMIT, Server};

@@ -1,6 +1,7 @@
 //! [`Server`]: which graphs to serve, where to keep their threads, and the listening socket.
 
 use crate::app::{App, system_assistant_id};
+use crate::cors::Cors;
 use crate::error::ServerError;
 use crate::meta::sqlite::SqliteMeta;
 use crate::meta::{AssistantRow, Meta};
@@ -60,6 +61,7 @@ pub struct Server {
     graphs: Vec<(String, Arc<dyn Served>)>,
     database: Database,
     body_limit: usize,
+    cors: Cors,
 }
 
 impl Default for Server {
@@ -74,6 +76,7 @@ impl std::fmt::Debug for Server {
             .field("graphs", &self.graphs.iter().map(|(name, _)| name).collect::<Vec<_>>())
             .field("database", &self.database)
             .field("body_limit", &self.body_limit)
+            .field("cors", &self.cors)
             .finish()
     }
 }
@@ -81,7 +84,7 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server with no graphs, keeping everything in memory.
     pub fn new() -> Self {
-        Self { graphs: Vec::new(), database: Database::Memory, body_limit: DEFAULT_BODY_LIMIT }
+        Self { graphs: Vec::new(), database: Database::Memory, body_limit: DEFAULT_BODY_LIMIT, cors: Cors::loopback() }
     }
 
     /// Serves `graph` as `name`. Inputs and updates from clients are decoded into the state's
@@ -135,10 +138,19 @@ impl Server {
         self
     }
 
+    /// Which web pages may call the server from a browser (default: [`Cors::loopback`], pages
+    /// served from this machine). Requests sent by pages of other origins are refused (403),
+    /// and the browser lets them read nothing.
+    pub fn cors(mut self, cors: Cors) -> Self {
+        self.cors = cors;
+        self
+    }
+
     /// The server's routes, ready to be served by `axum` (or nested under a prefix of a
     /// larger application). Opens the storage; with SQLite, runs a previous process left
     /// unfinished are marked `error`, so their threads are not left busy.
     pub async fn into_router(self) -> Result<axum::Router, ServerError> {
+        let (cors, guard) = self.cors.build()?;
         let runs = Arc::new(Runs::default());
         let storage = self.open(&runs).await?;
         let mut graphs = BTreeMap::new();
@@ -160,7 +172,11 @@ impl Server {
             cluster: storage.cluster,
             body_limit: self.body_limit,
         });
-        Ok(crate::api::router(app))
+        let router = crate::api::router(app)
+            .layer(axum::middleware::from_fn(move |request, next| guard.clone().check(request, next)))
+            // Outermost: preflights are answered before the guard, which sees no `OPTIONS`.
+            .layer(cors);
+        Ok(router)
     }
 
     #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async, unused_variables))] // PostgreSQL only

@@ -115,6 +115,31 @@ async def threads_lifecycle():
 
 
 @scenario
+async def runs_name_their_graph_in_thread_metadata():
+    """A thread created bare is listed under its graph once a run starts on it (agent-chat-ui's
+    history sidebar searches by `graph_id`), and its history names LangGraph's nodes."""
+    thread = await client.threads.create(metadata={"user": "cy"})
+    tid = thread["thread_id"]
+    assert thread["metadata"] == {"user": "cy"}
+    await client.runs.wait(tid, "chat", input={"messages": [{"type": "human", "content": "hi"}]})
+    default = (await client.assistants.get("chat"))["assistant_id"]
+    got = await client.threads.get(tid)
+    assert got["metadata"] == {"user": "cy", "graph_id": "chat", "assistant_id": default}, got["metadata"]
+    assert tid in [t["thread_id"] for t in await client.threads.search(metadata={"graph_id": "chat"}, limit=100)]
+    # A run through another assistant of the graph names that assistant from then on.
+    other = await client.assistants.create("chat", name="other")
+    await client.runs.wait(tid, other["assistant_id"], input={"messages": [{"type": "human", "content": "again"}]})
+    got = await client.threads.get(tid)
+    assert got["metadata"]["assistant_id"] == other["assistant_id"] and got["metadata"]["user"] == "cy", got
+    # The input checkpoint waits on `__start__`, as LangGraph's clients name it.
+    history = await client.threads.get_history(tid, limit=20)
+    first = history[-1]
+    assert first["next"] == ["__start__"], first["next"]
+    assert [task["name"] for task in first["tasks"]] == ["__start__"], first["tasks"]
+    assert all("START" not in state["next"] for state in history)
+
+
+@scenario
 async def thread_copy():
     thread = await client.threads.create(metadata={"user": "bo"})
     tid = thread["thread_id"]

@@ -6,9 +6,9 @@ use crate::app::App;
 use crate::error::ApiError;
 use crate::meta::{AssistantRow, contains};
 use crate::wire::body::Body;
+use crate::wire::names::{WIRE_END, WIRE_START, node_to_wire};
 use axum::extract::{Path, State};
 use axum::response::Response;
-use graphwright::{END, START};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -117,28 +117,19 @@ pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) 
     Ok(no_content())
 }
 
-/// The node name clients draw for graphwright's START and END.
-fn wire_node(name: &str) -> &str {
-    match name {
-        START => "__start__",
-        END => "__end__",
-        other => other,
-    }
-}
-
 pub(super) async fn graph(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let assistant = app.assistant(&id).await?;
     let drawing = app.graph(assistant["graph_id"].as_str().unwrap_or_default())?.drawing();
-    let mut nodes = vec![json!({"id": "__start__", "type": "schema", "data": "__start__"})];
+    let mut nodes = vec![json!({"id": WIRE_START, "type": "schema", "data": WIRE_START})];
     nodes.extend(drawing.nodes.iter().map(|n| {
         let subgraph = drawing.subgraphs.contains(n);
         json!({"id": n, "type": "runnable", "data": {"id": ["graphwright", n], "name": n}, "metadata": {"subgraph": subgraph}})
     }));
-    nodes.push(json!({"id": "__end__", "type": "schema", "data": "__end__"}));
+    nodes.push(json!({"id": WIRE_END, "type": "schema", "data": WIRE_END}));
     let edges: Vec<Value> = drawing
         .edges
         .iter()
-        .map(|e| json!({"source": wire_node(&e.source), "target": wire_node(&e.target), "conditional": e.conditional}))
+        .map(|e| json!({"source": node_to_wire(&e.source), "target": node_to_wire(&e.target), "conditional": e.conditional}))
         .collect();
     Ok(json(&json!({"nodes": nodes, "edges": edges})))
 }

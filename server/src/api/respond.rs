@@ -139,7 +139,10 @@ pub(super) fn event_stream(live: &Arc<Live>, from: usize, cancel_on_disconnect: 
     let mut response = Response::new(Body::from_stream(frames));
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // `no-cache`, not `no-store`: Chrome reports a streamed `no-store` response it read to its
+    // end as aborted (`net::ERR_ABORTED`), so every run would show as failed in a front end's
+    // network log. A stream is never reused from a cache either way: it cannot be revalidated.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
 }

@@ -7,6 +7,7 @@ use crate::meta::contains;
 use crate::runs::Cancel;
 use crate::served::{Served, interrupts_by_task};
 use crate::wire::body::{Body, Query};
+use crate::wire::names::node_from_wire;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -60,11 +61,16 @@ pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>
     if let (true, Some(graph_id), Some(steps)) = (inserted, graph_id, body.supersteps) {
         let graph = Arc::clone(app.graph(&graph_id)?);
         for update in steps.into_iter().flat_map(|s| s.updates) {
-            graph.update_state(&id, update.values, update.as_node, None).await?;
+            graph.update_state(&id, update.values, as_node(update.as_node), None).await?;
         }
         return Ok(json(&refresh(&app, &graph, &id).await?));
     }
     Ok(json(&thread.unwrap_or(Value::Null)))
+}
+
+/// `as_node` as graphwright names the node.
+fn as_node(name: Option<String>) -> Option<String> {
+    name.map(|name| node_from_wire(&name).to_owned())
 }
 
 /// Re-reads a thread's state into its record (after an update); the thread as it now is.
@@ -232,7 +238,7 @@ pub(super) async fn update_state(
     };
     let checkpoint =
         body.checkpoint_id.or_else(|| body.checkpoint.as_ref()?.get("checkpoint_id")?.as_str().map(str::to_owned));
-    let new_id = graph.update_state(&id, values, body.as_node, checkpoint).await?;
+    let new_id = graph.update_state(&id, values, as_node(body.as_node), checkpoint).await?;
     refresh(&app, &graph, &id).await?;
     Ok(json(&json!({"checkpoint": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": new_id}})))
 }

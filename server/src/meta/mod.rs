@@ -154,8 +154,8 @@ pub(crate) fn check_thread(found: Option<Option<&str>>, row: &RunRow, creates: b
     }
 }
 
-/// The metadata a thread created by a run gets.
-pub(crate) fn created_thread_metadata(row: &RunRow) -> Value {
+/// What a run adds to its thread's metadata (the whole metadata of a thread the run creates).
+pub(crate) fn run_thread_metadata(row: &RunRow) -> Value {
     json!({"graph_id": row.graph_id, "assistant_id": row.assistant_id})
 }
 

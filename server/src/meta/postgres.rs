@@ -5,7 +5,7 @@
 
 use super::{
     ASSISTANT_COLUMNS, AssistantRow, Columns, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
-    check_multitask, check_thread, created_thread_metadata, refreshed_status, run_json, text, thread_json,
+    check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
 };
 use crate::error::ApiError;
 use crate::runs::request::Multitask;
@@ -232,7 +232,7 @@ impl PgMeta {
         let tx = client.transaction().await?;
         if creates {
             // Adds it if missing; two requests creating one thread wait for each other here.
-            insert_thread(&tx, &row.thread_id, &created_thread_metadata(&row), Some(&row.graph_id)).await?;
+            insert_thread(&tx, &row.thread_id, &run_thread_metadata(&row), Some(&row.graph_id)).await?;
         }
         // The thread's row lock serializes the runs registered on it, across processes.
         let found: Option<Option<String>> = tx
@@ -268,9 +268,12 @@ impl PgMeta {
                 ],
             )
             .await?;
+        // As LangGraph's server does, the thread's metadata names the graph and assistant of its
+        // latest run: front ends list a graph's threads by searching for them.
         tx.execute(
-            "UPDATE gw_threads SET status = 'busy', updated_at = $2 WHERE thread_id = $1",
-            &[&row.thread_id, &now],
+            "UPDATE gw_threads SET status = 'busy', updated_at = $2,
+             metadata = (metadata::jsonb || $3::text::jsonb)::text WHERE thread_id = $1",
+            &[&row.thread_id, &now, &text(&run_thread_metadata(&row))],
         )
         .await?;
         tx.commit().await?;

@@ -2,7 +2,7 @@
 
 use super::{
     ASSISTANT_COLUMNS, AssistantRow, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
-    check_multitask, check_thread, created_thread_metadata, refreshed_status, run_json, text, thread_json,
+    check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
 };
 use crate::error::ApiError;
 use crate::runs::request::Multitask;
@@ -202,7 +202,7 @@ impl SqliteMeta {
             let found = thread_graph(&tx, &row.thread_id)?;
             match check_thread(found.as_ref().map(Option::as_deref), &row, creates)? {
                 ThreadCheck::Create => {
-                    insert_thread(&tx, &row.thread_id, &created_thread_metadata(&row), Some(&row.graph_id))?;
+                    insert_thread(&tx, &row.thread_id, &run_thread_metadata(&row), Some(&row.graph_id))?;
                 }
                 ThreadCheck::SetGraph => {
                     tx.execute(
@@ -227,9 +227,12 @@ impl SqliteMeta {
                 ],
             )?;
             let run = run_of(&tx, &row.thread_id, &row.run_id)?.unwrap_or(Value::Null);
+            // As LangGraph's server does, the thread's metadata names the graph and assistant of
+            // its latest run: front ends list a graph's threads by searching for them.
             tx.execute(
-                "UPDATE gw_threads SET status = 'busy', updated_at = ?2 WHERE thread_id = ?1",
-                params![row.thread_id, now],
+                "UPDATE gw_threads SET status = 'busy', updated_at = ?2, metadata = json_patch(metadata, ?3)
+                 WHERE thread_id = ?1",
+                params![row.thread_id, now, text(&run_thread_metadata(&row))],
             )?;
             tx.commit()?;
             Ok((run, superseded))

@@ -116,8 +116,8 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
         checkpoint_id: body.checkpoint_id(),
         context,
         recursion_limit: body.recursion_limit()?,
-        interrupt_before: body.interrupt_before.clone().map(request::OneOrMany::into_vec).unwrap_or_default(),
-        interrupt_after: body.interrupt_after.clone().map(request::OneOrMany::into_vec).unwrap_or_default(),
+        interrupt_before: body.interrupt_before(),
+        interrupt_after: body.interrupt_after(),
     };
     graph.validate(&spec)?;
     let kwargs = kwargs_of(&body);

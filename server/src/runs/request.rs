@@ -2,6 +2,7 @@
 
 use crate::error::ApiError;
 use crate::served::Modes;
+use crate::wire::names::{node_from_wire, nodes_from_wire};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -155,6 +156,16 @@ impl RunCreate {
         Ok(one_of("on_completion", self.on_completion.as_deref(), &["delete", "keep"], "delete")? == "keep")
     }
 
+    /// `interrupt_before`, as graphwright names the nodes.
+    pub(crate) fn interrupt_before(&self) -> Vec<String> {
+        self.interrupt_before.clone().map(|names| nodes_from_wire(names.into_vec())).unwrap_or_default()
+    }
+
+    /// `interrupt_after`, as graphwright names the nodes.
+    pub(crate) fn interrupt_after(&self) -> Vec<String> {
+        self.interrupt_after.clone().map(|names| nodes_from_wire(names.into_vec())).unwrap_or_default()
+    }
+
     /// The checkpoint to start from, if the request names one.
     pub(crate) fn checkpoint_id(&self) -> Option<String> {
         self.checkpoint_id
@@ -195,11 +206,11 @@ impl RunCreate {
         let Some(goto) = self.command.as_ref().and_then(|c| c.goto.clone()) else { return Ok(Vec::new()) };
         let names = match goto {
             Value::Null => Vec::new(),
-            Value::String(node) => vec![node],
+            Value::String(node) => vec![node_from_wire(&node).to_owned()],
             Value::Array(items) => items
                 .into_iter()
                 .map(|item| match item {
-                    Value::String(node) => Ok(node),
+                    Value::String(node) => Ok(node_from_wire(&node).to_owned()),
                     other => Err(other),
                 })
                 .collect::<Result<_, _>>()

@@ -5,6 +5,7 @@ use super::snapshot::{shown, to_wire};
 use super::{Modes, Outcome, WireEvent};
 use crate::time;
 use crate::wire::messages::{fields_to_wire, message_to_wire};
+use crate::wire::names::node_to_wire;
 use graphwright::{Event, EventKind, GraphError, State};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -47,14 +48,16 @@ impl Translator {
             }
             EventKind::Update { node, update } => {
                 let update = to_wire(&update, self.fields);
-                self.whole_messages(&node, step, &ns, &update, out);
+                let node = node_to_wire(&node);
+                self.whole_messages(node, step, &ns, &update, out);
                 if m.updates {
                     out.push(named("updates", &ns, json!({ node: update })));
                 }
             }
             EventKind::SubgraphUpdate { node, mut update } => {
                 fields_to_wire(&mut update, self.fields);
-                self.whole_messages(&node, step, &ns, &update, out);
+                let node = node_to_wire(&node);
+                self.whole_messages(node, step, &ns, &update, out);
                 if m.updates {
                     out.push(named("updates", &ns, json!({ node: update })));
                 }
@@ -80,13 +83,14 @@ impl Translator {
                 out.push(named("messages", &ns, json!([chunk, self.metadata(&node, step, &ns)])));
             }
             EventKind::TaskStarted { node, task } => {
-                let payload = json!({"id": self.task_id(step, task), "name": node, "input": null, "triggers": []});
+                let name = node_to_wire(&node);
+                let payload = json!({"id": self.task_id(step, task), "name": name, "input": null, "triggers": []});
                 self.task_event("task", step, &ns, payload, out);
             }
             EventKind::TaskFinished { node, task, error, interrupted, result } => {
                 let result = result.map(|r| pairs(to_wire(&r, self.fields))).unwrap_or_default();
                 let interrupts: Vec<Value> = if interrupted { vec![json!({"value": null})] } else { Vec::new() };
-                let payload = json!({"id": self.task_id(step, task), "name": node, "error": error,
+                let payload = json!({"id": self.task_id(step, task), "name": node_to_wire(&node), "error": error,
                     "interrupts": interrupts, "result": result});
                 self.task_event("task_result", step, &ns, payload, out);
             }
@@ -167,7 +171,7 @@ impl Translator {
 
     fn metadata(&self, node: &str, step: u64, ns: &str) -> Value {
         json!({
-            "langgraph_node": node,
+            "langgraph_node": node_to_wire(node),
             "langgraph_step": step,
             "langgraph_checkpoint_ns": ns,
             "checkpoint_ns": ns,

@@ -2,6 +2,7 @@
 
 use crate::time;
 use crate::wire::messages::fields_to_wire;
+use crate::wire::names::node_to_wire;
 use graphwright::{Interrupt, State, StateSnapshot};
 use serde_json::{Map, Value, json};
 
@@ -41,10 +42,11 @@ pub(crate) fn thread_state<S: State>(thread: &str, snapshot: &StateSnapshot<S>) 
         .tasks
         .iter()
         .map(|task| {
+            let name = node_to_wire(&task.node);
             json!({
                 "id": task_id(&snapshot.checkpoint_id, task.index),
-                "name": task.node,
-                "path": ["__pregel_pull", task.node],
+                "name": name,
+                "path": ["__pregel_pull", name],
                 "error": task.error,
                 "interrupts": shown(&task.interrupts),
                 "checkpoint": null,
@@ -55,7 +57,7 @@ pub(crate) fn thread_state<S: State>(thread: &str, snapshot: &StateSnapshot<S>) 
         .collect();
     json!({
         "values": to_wire(&snapshot.state, fields),
-        "next": snapshot.next,
+        "next": snapshot.next.iter().map(|node| node_to_wire(node)).collect::<Vec<_>>(),
         "tasks": tasks,
         "metadata": {"step": snapshot.step, "source": snapshot.source.as_str(), "parents": {}},
         "created_at": time::from_millis(snapshot.created_at_ms),
