@@ -28,6 +28,8 @@ pub(crate) struct App {
     pub(crate) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// The largest request body accepted, in bytes.
     pub(crate) body_limit: usize,
+    /// What `/metrics` reports.
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl App {

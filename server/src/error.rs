@@ -52,6 +52,22 @@ impl ApiError {
         }
     }
 
+    /// The same error, its message prefixed with where it happened (`run 2 of the batch: ..`).
+    #[must_use]
+    pub(crate) fn within(self, place: &str) -> Self {
+        let prefix = |message: String| format!("{place}: {message}");
+        match self {
+            Self::BadRequest(m) => Self::BadRequest(prefix(m)),
+            Self::NotFound(m) => Self::NotFound(prefix(m)),
+            Self::Conflict(m) => Self::Conflict(prefix(m)),
+            Self::Invalid(m) => Self::Invalid(prefix(m)),
+            Self::TooLarge(m) => Self::TooLarge(prefix(m)),
+            Self::NotImplemented(m) => Self::NotImplemented(prefix(m)),
+            Self::Storage(m) => Self::Storage(prefix(m)),
+            Self::Graph(m) => Self::Graph(prefix(m)),
+        }
+    }
+
     pub(crate) fn thread_not_found(thread: &str) -> Self {
         Self::NotFound(format!(
             "Thread {thread} not found: create it first (POST /threads) or pass if_not_exists=\"create\""

@@ -61,6 +61,7 @@ mod cluster;
 mod cors;
 mod error;
 mod meta;
+mod metrics;
 mod runs;
 mod served;
 mod server;

@@ -171,6 +171,7 @@ impl Server {
             #[cfg(feature = "postgres")]
             cluster: storage.cluster,
             body_limit: self.body_limit,
+            metrics: Arc::default(),
         });
         let router = crate::api::router(app)
             .layer(axum::middleware::from_fn(move |request, next| guard.clone().check(request, next)))

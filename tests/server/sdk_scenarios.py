@@ -415,6 +415,63 @@ async def stateless_runs():
 
 
 @scenario
+async def stateless_run_batch():
+    """A batch starts every run in the background; a batch with one bad run starts none."""
+    payloads = [
+        {"assistant_id": "chat", "input": {"messages": [f"batch {i}"]}, "on_completion": "keep"} for i in range(3)
+    ]
+    runs = await client.runs.create_batch(payloads)
+    assert len(runs) == 3 and len({r["run_id"] for r in runs}) == 3, runs
+    for i, run in enumerate(runs):
+        values = await client.runs.join(run["thread_id"], run["run_id"])
+        assert values["messages"][-1]["content"] == f"You said: batch {i}", values
+    before = await client.threads.count()
+    bad = [payloads[0], {"assistant_id": "no-such-graph", "input": {}}]
+    async with httpx.AsyncClient(base_url=URL) as http:
+        refused_batch = await http.post("/runs/batch", json=bad)
+        assert refused_batch.status_code == 404, refused_batch.text
+        assert "run 1 of the batch" in refused_batch.json()["detail"], refused_batch.text
+        assert await client.threads.count() == before, "a refused batch started a run"
+        assert (await http.post("/runs/batch", json=[])).status_code == 422
+
+
+@scenario
+async def prune_threads():
+    """`delete` deletes the threads named (unknown ids are skipped and not counted)."""
+    kept, gone = [await client.threads.create() for _ in range(2)]
+    await client.runs.wait(gone["thread_id"], "chat", input={"messages": ["hi"]})
+    pruned = await client.threads.prune([gone["thread_id"], str(uuid.uuid4())])
+    assert pruned == {"pruned_count": 1}, pruned
+    await refused(client.threads.get(gone["thread_id"]), NotFoundError, "a pruned thread was found")
+    assert (await client.threads.get(kept["thread_id"]))["thread_id"] == kept["thread_id"]
+    assert await client.threads.prune([]) == {"pruned_count": 0}
+    async with httpx.AsyncClient(base_url=URL) as http:
+        bad = await http.post("/threads/prune", json={"thread_ids": [], "strategy": "all"})
+        assert bad.status_code == 422, bad.text
+
+
+@scenario
+async def metrics():
+    """`/metrics` in Prometheus's text format counts runs and requests; `?format=json` gives
+    LangGraph's queue figures."""
+    await client.runs.wait(None, "chat", input={"messages": ["counted"]})
+    async with httpx.AsyncClient(base_url=URL) as http:
+        text = await http.get("/metrics")
+        assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain"), text.headers
+        lines = text.text.splitlines()
+        started = [l for l in lines if l.startswith('graphwright_runs_started_total{graph="chat"}')]
+        assert started and int(started[0].split()[-1]) >= 1, started
+        assert any(l.startswith('graphwright_runs_ended_total{graph="broken",status="error"}') for l in lines)
+        assert any(l.startswith('graphwright_http_requests_total{method="POST",route="/runs/wait",status="200"}') for l in lines)
+        assert "graphwright_queue_pending_runs 0" in lines, [l for l in lines if "queue" in l]
+        figures = (await http.get("/metrics", params={"format": "json"})).json()
+        assert figures["queue"]["n_pending"] == 0 and figures["queue"]["n_running"] == 0, figures
+        assert figures["runs"]["chat"]["started"] >= 1 and figures["runs"]["chat"]["success"] >= 1, figures
+        bad = await http.get("/metrics", params={"format": "xml"})
+        assert bad.status_code == 422, bad.status_code
+
+
+@scenario
 async def store():
     await client.store.put_item(["users", "ana"], "prefs", {"theme": "dark", "size": 3})
     await client.store.put_item(["users", "bo"], "prefs", {"theme": "light", "size": 5})

@@ -22,6 +22,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/ui/style.css", get(page::style))
         .route("/ok", get(system::ok))
         .route("/info", get(system::info))
+        .route("/metrics", get(system::metrics))
         .route("/assistants", post(assistants::create))
         .route("/assistants/search", post(assistants::search))
         .route("/assistants/count", post(assistants::count))
@@ -31,6 +32,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/threads", post(threads::create))
         .route("/threads/search", post(threads::search))
         .route("/threads/count", post(threads::count))
+        .route("/threads/prune", post(threads::prune))
         .route("/threads/{id}", get(threads::get).patch(threads::update).delete(threads::delete))
         .route("/threads/{id}/copy", post(threads::copy))
         .route("/threads/{id}/state", get(threads::state).post(threads::update_state))
@@ -47,6 +49,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/runs", post(runs::create_stateless))
         .route("/runs/stream", post(runs::stream_stateless))
         .route("/runs/wait", post(runs::wait_stateless))
+        .route("/runs/batch", post(runs::create_batch))
         .route("/runs/cancel", post(runs::cancel_many))
         .route("/runs/crons", post(system::crons))
         .route("/runs/crons/search", post(system::crons))
@@ -56,6 +59,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/store/items", put(store::put).get(store::get).delete(store::delete))
         .route("/store/items/search", post(store::search))
         .route("/store/namespaces", post(store::namespaces))
+        // After routing, so each request is counted under its route's pattern.
+        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&app), system::count_request))
         .fallback(system::not_found)
         // Bodies are read, and limited, by `wire::body::Body`.
         .layer(DefaultBodyLimit::disable())

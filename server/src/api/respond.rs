@@ -1,6 +1,7 @@
 //! Responses shared by the routes: lists with pagination headers, run streams, run results.
 
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::runs::{Cancel, Live};
 use crate::served::Outcome;
 use crate::wire::sse;
@@ -129,11 +130,17 @@ impl Drop for OnDisconnect {
 }
 
 /// A run's events as an SSE response, from event `from` on.
-pub(super) fn event_stream(live: &Arc<Live>, from: usize, cancel_on_disconnect: bool) -> Response {
+pub(super) fn event_stream(
+    live: &Arc<Live>,
+    from: usize,
+    cancel_on_disconnect: bool,
+    metrics: &Arc<Metrics>,
+) -> Response {
     let guard = OnDisconnect { live: Arc::clone(live), cancel: cancel_on_disconnect };
+    let open = metrics.stream_opened();
     let with_id = live.resumable;
     let frames = Arc::clone(live).follow(from).map(move |frame| {
-        let _ = &guard;
+        let _ = (&guard, &open);
         Ok::<_, Infallible>(sse::encode(&frame, with_id))
     });
     let mut response = Response::new(Body::from_stream(frames));

@@ -25,7 +25,7 @@ async fn streamed(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Re
     let stateless = thread.is_none();
     let cancel = body.cancel_on_disconnect()?;
     let accepted = runs::create(app, thread, body).await?;
-    let mut response = event_stream(&accepted.live, 0, cancel);
+    let mut response = event_stream(&accepted.live, 0, cancel, &app.metrics);
     locate(&mut response, &accepted.live, stateless, "stream");
     Ok(response)
 }
@@ -52,6 +52,27 @@ pub(super) async fn create_stateless(
     Body(body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     background(&app, None, body).await
+}
+
+/// Starts several stateless background runs. Every request is checked before any run is
+/// recorded, so a bad one starts none.
+pub(super) async fn create_batch(
+    State(app): State<Arc<App>>,
+    Body(bodies): Body<Vec<RunCreate>>,
+) -> Result<Response, ApiError> {
+    if bodies.is_empty() {
+        return Err(ApiError::Invalid("a batch needs at least one run".into()));
+    }
+    let mut prepared = Vec::with_capacity(bodies.len());
+    for (i, body) in bodies.iter().enumerate() {
+        let checked = runs::prepare(&app, None, body).await;
+        prepared.push(checked.map_err(|error| error.within(&format!("run {i} of the batch")))?);
+    }
+    let mut records = Vec::with_capacity(prepared.len());
+    for run in prepared {
+        records.push(run.start(&app).await?.run);
+    }
+    Ok(json(&Value::Array(records)))
 }
 
 pub(super) async fn stream(
@@ -218,7 +239,7 @@ pub(super) async fn join_stream(
         // The run ended and its events are gone: an empty stream, which clients read as done.
         let ended = Arc::new(Live::new(run.clone(), thread, false));
         ended.finish(crate::served::Outcome::Finished { values: Value::Null });
-        return Ok(event_stream(&ended, 0, false));
+        return Ok(event_stream(&ended, 0, false, &app.metrics));
     };
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok()).map(str::trim);
     let from = match last {
@@ -228,5 +249,5 @@ pub(super) async fn join_stream(
         None | Some("" | "-1" | "-") => 0,
         Some(id) => id.parse::<usize>().map_or(0, |n| n + 1),
     };
-    Ok(event_stream(&live, from, cancel))
+    Ok(event_stream(&live, from, cancel, &app.metrics))
 }

@@ -112,15 +112,57 @@ pub(super) async fn update(
 
 pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     thread(&app, &id).await?;
-    for run in app.meta.open_runs(&id).await? {
-        if let Some(live) = app.follow(&id, &run).await? {
+    delete_thread(&app, &id).await?;
+    Ok(no_content())
+}
+
+/// Stops a thread's runs, then deletes its checkpoints, runs and record.
+async fn delete_thread(app: &App, id: &str) -> Result<(), ApiError> {
+    for run in app.meta.open_runs(id).await? {
+        if let Some(live) = app.follow(id, &run).await? {
             live.cancel(Cancel::Interrupt);
             live.done().await;
         }
     }
-    app.saver.delete_thread(&id).await.map_err(|e| ApiError::Storage(e.to_string()))?;
-    app.meta.delete_thread(&id).await?;
-    Ok(no_content())
+    app.saver.delete_thread(id).await.map_err(|e| ApiError::Storage(e.to_string()))?;
+    app.meta.delete_thread(id).await?;
+    Ok(())
+}
+
+#[derive(Deserialize)]
+pub(super) struct Prune {
+    thread_ids: Vec<String>,
+    #[serde(default)]
+    strategy: Option<String>,
+}
+
+/// Prunes threads: `delete` deletes them as `DELETE /threads/{id}` does; `keep_latest` keeps
+/// each one's latest checkpoint and deletes its history. Ids of no thread are skipped; the
+/// answer counts the threads pruned.
+pub(super) async fn prune(State(app): State<Arc<App>>, Body(body): Body<Prune>) -> Result<Response, ApiError> {
+    let keep_latest = match body.strategy.as_deref() {
+        None | Some("delete") => false,
+        Some("keep_latest") => true,
+        Some(other) => {
+            return Err(ApiError::Invalid(format!("`strategy` must be delete or keep_latest, not {other:?}")));
+        }
+    };
+    let mut pruned = 0u64;
+    for id in &body.thread_ids {
+        let Some(record) = app.meta.thread(id).await? else { continue };
+        if keep_latest {
+            if record["status"] == "busy" {
+                return Err(ApiError::Conflict(format!(
+                    "Thread {id} has a run in progress: prune its history once its runs have ended"
+                )));
+            }
+            // PENDING(prune): keep_latest lands with CompiledGraph::prune_history.
+            return Err(ApiError::NotImplemented("keep_latest".into()));
+        }
+        delete_thread(&app, id).await?;
+        pruned += 1;
+    }
+    Ok(json(&json!({ "pruned_count": pruned })))
 }
 
 /// Copies a thread: its checkpoints (subgraphs' included) under a new id, with its metadata.

@@ -134,6 +134,14 @@ pub(crate) struct RunEnd {
     pub(crate) interrupts: Value,
 }
 
+/// A run that has not ended, as the queue's figures count it.
+pub(crate) struct OpenRun {
+    pub(crate) thread_id: String,
+    pub(crate) running: bool,
+    /// When it was created (RFC 3339).
+    pub(crate) created_at: String,
+}
+
 /// What registering a run does to its thread, given the thread's graph as found (`None`: no
 /// such thread).
 pub(crate) enum ThreadCheck {
@@ -318,6 +326,11 @@ impl Meta {
     /// Stores how a run ended, and its thread's state, in one transaction.
     pub(crate) async fn end_run(&self, end: RunEnd) -> Result<(), ApiError> {
         on_backend!(self, db => db.end_run(end).await)
+    }
+
+    /// Every run that has not ended, oldest first.
+    pub(crate) async fn queue(&self) -> Result<Vec<OpenRun>, ApiError> {
+        on_backend!(self, db => db.queue().await)
     }
 
     /// Adds each graph's default assistant (kept if there), and deals with the runs a process

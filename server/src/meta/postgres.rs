@@ -4,8 +4,8 @@
 //! cancel it.
 
 use super::{
-    ASSISTANT_COLUMNS, AssistantRow, Columns, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
-    check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
+    ASSISTANT_COLUMNS, AssistantRow, Columns, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck,
+    assistant_json, check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
 };
 use crate::error::ApiError;
 use crate::runs::request::Multitask;
@@ -329,6 +329,25 @@ impl PgMeta {
     pub(crate) async fn delete_run(&self, thread: &str, run: &str) -> Result<bool, ApiError> {
         let client = self.client().await?;
         Ok(client.execute("DELETE FROM gw_runs WHERE run_id = $1 AND thread_id = $2", &[&run, &thread]).await? == 1)
+    }
+
+    pub(crate) async fn queue(&self) -> Result<Vec<OpenRun>, ApiError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT thread_id, status, created_at FROM gw_runs WHERE status IN ('pending', 'running') ORDER BY seq",
+                &[],
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(OpenRun {
+                    thread_id: r.try_get(0)?,
+                    running: r.try_get::<_, String>(1)? == "running",
+                    created_at: r.try_get(2)?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn set_running(&self, run: &str) -> Result<(), ApiError> {

@@ -1,7 +1,7 @@
 //! The records in SQLite: one connection, one server process per file.
 
 use super::{
-    ASSISTANT_COLUMNS, AssistantRow, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
+    ASSISTANT_COLUMNS, AssistantRow, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
     check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
 };
 use crate::error::ApiError;
@@ -309,6 +309,23 @@ impl SqliteMeta {
             set_thread_state(&tx, &end.thread_id, status, &end.values, &end.interrupts)?;
             tx.commit()?;
             Ok(())
+        })
+        .await
+    }
+
+    pub(crate) async fn queue(&self) -> Result<Vec<OpenRun>, ApiError> {
+        self.call(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT thread_id, status, created_at FROM gw_runs WHERE status IN ('pending', 'running') ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(OpenRun {
+                    thread_id: r.get(0)?,
+                    running: r.get::<_, String>(1)? == "running",
+                    created_at: r.get(2)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
         .await
     }

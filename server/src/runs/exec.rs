@@ -9,9 +9,11 @@ use crate::served::{Emitted, Outcome, RunSpec, Served, WireEvent, interrupts_by_
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
+use std::time::Instant;
 
 pub(super) struct Job {
     pub(super) app: Arc<App>,
+    pub(super) graph_id: String,
     pub(super) graph: Arc<dyn Served>,
     pub(super) spec: RunSpec,
     pub(super) live: Arc<Live>,
@@ -33,21 +35,23 @@ impl Job {
         #[cfg(feature = "postgres")]
         let published =
             self.app.cluster.as_ref().map(|cluster| tokio::spawn(Arc::clone(cluster).publish(Arc::clone(&self.live))));
-        let ended = tokio::select! {
+        let (ended, started) = tokio::select! {
             biased;
             // Cancelled before it started: there is nothing of it to undo.
-            how = self.live.cancelled() => ended_before_start(how),
+            how = self.live.cancelled() => (ended_before_start(how), None),
             turn = self.turn() => match turn {
                 Ok(guard) => {
+                    let started = Instant::now();
+                    self.app.metrics.run_started(&self.graph_id);
                     // The rollback happens before the thread is free, so the next run sees it done.
                     let ended = self.execute().await;
                     drop(guard);
-                    ended
+                    (ended, Some(started))
                 }
-                Err(ended) => ended,
+                Err(ended) => (ended, None),
             }
         };
-        let outcome = self.record(ended).await;
+        let outcome = self.record(ended, started).await;
         if let Outcome::Failed { error, message } = &outcome {
             self.live.push(&WireEvent { name: "error".into(), data: json!({"error": error, "message": message}) });
         }
@@ -138,8 +142,8 @@ impl Job {
     }
 
     /// Stores how the run ended (its status, the thread's status, values and interrupts), and
-    /// returns the outcome its followers get.
-    async fn record(&self, ended: Ended) -> Outcome {
+    /// returns the outcome its followers get. `started`: when it started executing, if it did.
+    async fn record(&self, ended: Ended, started: Option<Instant>) -> Outcome {
         let thread = self.spec.thread_id.clone();
         let state = self.graph.state(&thread, None).await;
         let (values, interrupts) = match &state {
@@ -163,6 +167,9 @@ impl Job {
                 (None, if interrupts.is_empty() { "idle" } else { "interrupted" }, outcome)
             }
         };
+        if let Some(started) = started {
+            self.app.metrics.run_ended(&self.graph_id, run_status.unwrap_or("rolled_back"), started.elapsed());
+        }
         let end = RunEnd {
             thread_id: thread,
             run_id: self.live.run_id.clone(),

@@ -9,7 +9,7 @@ pub(crate) use live::{Cancel, Live};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::meta::RunRow;
-use crate::served::{RunSpec, Start};
+use crate::served::{RunSpec, Served, Start};
 use request::{Multitask, RunCreate};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -79,17 +79,35 @@ pub(crate) struct Accepted {
     pub(crate) live: Arc<Live>,
 }
 
+/// A run request checked against its assistant and graph, not yet recorded: nothing of it is
+/// stored until [`Prepared::start`].
+pub(crate) struct Prepared {
+    graph: Arc<dyn Served>,
+    spec: RunSpec,
+    row: RunRow,
+    creates: bool,
+    multitask: Multitask,
+    resumable: bool,
+    /// A stateless run's thread, deleted when the run ends.
+    temporary: bool,
+}
+
 /// Creates a run on `thread` (a temporary thread when `None`: a stateless run) and starts it
 /// once the thread is free.
 pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Accepted, ApiError> {
+    prepare(app, thread, &body).await?.start(app).await
+}
+
+/// Checks a run request: its assistant, graph, input, context and options.
+pub(crate) async fn prepare(app: &App, thread: Option<String>, body: &RunCreate) -> Result<Prepared, ApiError> {
     let assistant = app.assistant(&body.assistant_id).await?;
     let graph_id = assistant["graph_id"].as_str().unwrap_or_default().to_owned();
     let assistant_id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
     let graph = Arc::clone(app.graph(&graph_id)?);
     let modes = body.modes()?;
     let multitask = body.multitask()?;
-    let temporary = thread.is_none();
-    if temporary && body.command.is_some() {
+    let stateless = thread.is_none();
+    if stateless && body.command.is_some() {
         return Err(ApiError::BadRequest("You must provide a thread_id when resuming.".into()));
     }
     let keep = body.keeps_thread()?;
@@ -101,7 +119,7 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
         }
         (None, Some(input)) if !input.is_null() => Start::Input(input.clone()),
         // No input: continue the thread (from a breakpoint, say), or start from the defaults.
-        (None, _) if !temporary => Start::Command { resume: None, update: None, goto: Vec::new() },
+        (None, _) if !stateless => Start::Command { resume: None, update: None, goto: Vec::new() },
         (None, _) => Start::Input(json!({})),
     };
     let context = match body.context()? {
@@ -120,21 +138,37 @@ pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCrea
         interrupt_after: body.interrupt_after(),
     };
     graph.validate(&spec)?;
-    let kwargs = kwargs_of(&body);
     let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));
-    let creates = temporary || body.creates_thread()?;
-    let row = RunRow { run_id: run_id.clone(), thread_id: thread_id.clone(), graph_id, assistant_id, metadata, kwargs };
-    let (run, superseded) = app.meta.register(row, creates, multitask).await?;
-    let how = if multitask == Multitask::Rollback { Cancel::Rollback } else { Cancel::Interrupt };
-    for id in superseded {
-        app.cancel_run(&id, how).await?;
+    let creates = stateless || body.creates_thread()?;
+    let row = RunRow { run_id, thread_id, graph_id, assistant_id, metadata, kwargs: kwargs_of(body) };
+    let resumable = body.stream_resumable.unwrap_or(false);
+    Ok(Prepared { graph, spec, row, creates, multitask, resumable, temporary: stateless && !keep })
+}
+
+impl Prepared {
+    /// Records the run, cancels the runs it supersedes, and starts it once its thread is free.
+    pub(crate) async fn start(self, app: &Arc<App>) -> Result<Accepted, ApiError> {
+        let Self { graph, spec, row, creates, multitask, resumable, temporary } = self;
+        let (run_id, thread_id, graph_id) = (row.run_id.clone(), row.thread_id.clone(), row.graph_id.clone());
+        let (run, superseded) = app.meta.register(row, creates, multitask).await?;
+        let how = if multitask == Multitask::Rollback { Cancel::Rollback } else { Cancel::Interrupt };
+        for id in superseded {
+            app.cancel_run(&id, how).await?;
+        }
+        let live = Live::new(run_id.clone(), thread_id, resumable);
+        live.push(&crate::served::WireEvent { name: "metadata".into(), data: json!({"run_id": run_id, "attempt": 1}) });
+        app.runs.add(&live);
+        let job = exec::Job {
+            app: Arc::clone(app),
+            graph_id: graph_id.clone(),
+            graph,
+            spec,
+            live: Arc::clone(&live),
+            temporary,
+        };
+        tokio::spawn(job.run());
+        Ok(Accepted { run, live })
     }
-    let live = Live::new(run_id.clone(), thread_id.clone(), body.stream_resumable.unwrap_or(false));
-    live.push(&crate::served::WireEvent { name: "metadata".into(), data: json!({"run_id": run_id, "attempt": 1}) });
-    app.runs.add(&live);
-    let job = exec::Job { app: Arc::clone(app), graph, spec, live: Arc::clone(&live), temporary: temporary && !keep };
-    tokio::spawn(job.run());
-    Ok(Accepted { run, live })
 }
 
 /// The request as stored in the run's `kwargs`.

@@ -1,0 +1,291 @@
+//! What `/metrics` reports: runs started and ended per graph, how long they took, the run
+//! queue, open streams, and the HTTP requests served, counted by this process.
+//!
+//! Counters live in a Prometheus registry (the Prometheus project's `prometheus-client`); the
+//! queue is read from the server's records when scraped, so with PostgreSQL it is the whole
+//! cluster's. `GET /metrics` answers Prometheus's text format; `?format=json` answers the JSON
+//! LangGraph's server gives (`queue`), with this process's counters beside it.
+
+use crate::meta::OpenRun;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GraphLabels {
+    graph: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndLabels {
+    graph: String,
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    method: String,
+    route: String,
+}
+
+/// How a run can end, as `graphwright_runs_ended_total` labels it.
+pub(crate) const RUN_ENDS: [&str; 4] = ["success", "error", "interrupted", "rolled_back"];
+
+/// The queue as LangGraph's `/metrics?format=json` reports it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct QueueStats {
+    pub(crate) pending: usize,
+    pub(crate) running: usize,
+    /// The longest and the median wait of the pending runs, in seconds.
+    pub(crate) wait_max: Option<f64>,
+    pub(crate) wait_median: Option<f64>,
+    /// The longest wait of a pending run that no other run on its thread holds up.
+    pub(crate) unblocked_wait_max: Option<f64>,
+}
+
+impl QueueStats {
+    /// The figures of `open` (oldest first) at `now`.
+    pub(crate) fn of(open: &[OpenRun], now: SystemTime) -> Self {
+        let mut waits = Vec::new();
+        let mut unblocked_wait_max: Option<f64> = None;
+        let mut seen_threads = HashSet::new();
+        let mut stats = Self::default();
+        for run in open {
+            // Oldest first: the first open run of a thread is the one its thread lets go next.
+            let first_of_thread = seen_threads.insert(run.thread_id.as_str());
+            if run.running {
+                stats.running += 1;
+                continue;
+            }
+            stats.pending += 1;
+            let wait = humantime::parse_rfc3339(&run.created_at)
+                .ok()
+                .and_then(|created| now.duration_since(created).ok())
+                .unwrap_or(Duration::ZERO)
+                .as_secs_f64();
+            waits.push(wait);
+            if first_of_thread {
+                unblocked_wait_max = Some(unblocked_wait_max.map_or(wait, |max| max.max(wait)));
+            }
+        }
+        waits.sort_by(f64::total_cmp);
+        stats.wait_max = waits.last().copied();
+        stats.wait_median = (!waits.is_empty()).then(|| waits[waits.len() / 2]);
+        stats.unblocked_wait_max = unblocked_wait_max;
+        stats
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "n_pending": self.pending,
+            "n_running": self.running,
+            "pending_runs_wait_time_max_secs": self.wait_max,
+            "pending_runs_wait_time_med_secs": self.wait_median,
+            "pending_unblocked_runs_wait_time_max_secs": self.unblocked_wait_max,
+        })
+    }
+}
+
+/// The server's instruments.
+pub(crate) struct Metrics {
+    registry: Registry,
+    runs_started: Family<GraphLabels, Counter>,
+    runs_ended: Family<EndLabels, Counter>,
+    run_seconds: Family<GraphLabels, Histogram>,
+    streams_open: Gauge,
+    requests: Family<RequestLabels, Counter>,
+    request_seconds: Family<RouteLabels, Histogram>,
+    queue_pending: Gauge,
+    queue_running: Gauge,
+}
+
+fn seconds_histogram() -> Histogram {
+    // 1 ms to about 4.6 hours, doubling.
+    Histogram::new(exponential_buckets(0.001, 2.0, 24))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("graphwright");
+        let runs_started = Family::default();
+        let runs_ended = Family::default();
+        let run_seconds = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let streams_open = Gauge::default();
+        let requests = Family::default();
+        let request_seconds = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let queue_pending = Gauge::default();
+        let queue_running = Gauge::default();
+        registry.register("runs_started", "Runs this process started executing, per graph", runs_started.clone());
+        registry.register(
+            "runs_ended",
+            "Runs this process executed that ended, per graph and status (success, error, interrupted, rolled_back)",
+            runs_ended.clone(),
+        );
+        registry.register("run_duration_seconds", "How long runs took to execute, per graph", run_seconds.clone());
+        registry.register("streams_open", "Run streams this process is sending", streams_open.clone());
+        registry.register(
+            "http_requests",
+            "HTTP requests this process answered, per method, route and status",
+            requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "How long HTTP requests took to answer (a stream: until its headers), per method and route",
+            request_seconds.clone(),
+        );
+        registry.register("queue_pending_runs", "Runs waiting to start, in every process", queue_pending.clone());
+        registry.register("queue_running_runs", "Runs executing, in every process", queue_running.clone());
+        Self {
+            registry,
+            runs_started,
+            runs_ended,
+            run_seconds,
+            streams_open,
+            requests,
+            request_seconds,
+            queue_pending,
+            queue_running,
+        }
+    }
+}
+
+impl Metrics {
+    /// A run of `graph` started executing.
+    pub(crate) fn run_started(&self, graph: &str) {
+        self.runs_started.get_or_create(&GraphLabels { graph: graph.to_owned() }).inc();
+    }
+
+    /// A run of `graph` ended with `status` after `took`.
+    pub(crate) fn run_ended(&self, graph: &str, status: &'static str, took: Duration) {
+        self.runs_ended.get_or_create(&EndLabels { graph: graph.to_owned(), status }).inc();
+        self.run_seconds.get_or_create(&GraphLabels { graph: graph.to_owned() }).observe(took.as_secs_f64());
+    }
+
+    /// Counts a stream as open until the returned guard is dropped.
+    pub(crate) fn stream_opened(self: &Arc<Self>) -> OpenStream {
+        self.streams_open.inc();
+        OpenStream(Arc::clone(self))
+    }
+
+    /// An answered request; `route` is the route's pattern (`/threads/{id}`), not the path.
+    pub(crate) fn request(&self, method: &str, route: &str, status: u16, took: Duration) {
+        let (method, route) = (method.to_owned(), route.to_owned());
+        self.request_seconds
+            .get_or_create(&RouteLabels { method: method.clone(), route: route.clone() })
+            .observe(took.as_secs_f64());
+        self.requests.get_or_create(&RequestLabels { method, route, status }).inc();
+    }
+
+    /// The registry in Prometheus's text format, the queue's figures set first.
+    pub(crate) fn prometheus(&self, queue: &QueueStats) -> String {
+        self.queue_pending.set(i64::try_from(queue.pending).unwrap_or(i64::MAX));
+        self.queue_running.set(i64::try_from(queue.running).unwrap_or(i64::MAX));
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry);
+        text
+    }
+
+    /// LangGraph's JSON figures (`queue`), and this process's run counters for `graphs`.
+    pub(crate) fn json<'a>(&self, queue: &QueueStats, graphs: impl Iterator<Item = &'a str>) -> Value {
+        let mut runs = serde_json::Map::new();
+        for graph in graphs {
+            let mut counts = serde_json::Map::new();
+            let started = self.runs_started.get(&GraphLabels { graph: graph.to_owned() }).map_or(0, |c| c.get());
+            counts.insert("started".into(), started.into());
+            for status in RUN_ENDS {
+                let ended = self.runs_ended.get(&EndLabels { graph: graph.to_owned(), status }).map_or(0, |c| c.get());
+                counts.insert(status.into(), ended.into());
+            }
+            runs.insert(graph.to_owned(), Value::Object(counts));
+        }
+        json!({
+            "queue": queue.to_json(),
+            "runs": runs,
+            "streams_open": self.streams_open.get(),
+        })
+    }
+
+    /// The route pattern used for requests no route matched.
+    pub(crate) const UNMATCHED: &str = "unmatched";
+}
+
+/// An open stream, counted until dropped.
+pub(crate) struct OpenStream(Arc<Metrics>);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.streams_open.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(thread: &str, running: bool, created: SystemTime) -> OpenRun {
+        OpenRun { thread_id: thread.into(), running, created_at: humantime::format_rfc3339_micros(created).to_string() }
+    }
+
+    #[test]
+    fn the_queue_counts_waits_and_tells_runs_held_up_by_their_thread() {
+        let now = SystemTime::now();
+        let ago = |s| now - Duration::from_secs(s);
+        let queue = [
+            open("a", true, ago(50)),
+            open("a", false, ago(40)), // behind a's running run
+            open("b", false, ago(30)), // first of b: only waits for a worker
+            open("c", false, ago(10)),
+        ];
+        let stats = QueueStats::of(&queue, now);
+        assert_eq!((stats.pending, stats.running), (3, 1));
+        let near = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 0.5);
+        assert!(near(stats.wait_max, 40.0), "{stats:?}");
+        assert!(near(stats.wait_median, 30.0), "{stats:?}");
+        assert!(near(stats.unblocked_wait_max, 30.0), "{stats:?}");
+        assert_eq!(QueueStats::of(&[], now), QueueStats::default());
+    }
+
+    #[test]
+    fn counters_reach_both_formats() {
+        let metrics = Arc::new(Metrics::default());
+        metrics.run_started("chat");
+        metrics.run_ended("chat", "success", Duration::from_millis(20));
+        metrics.request("POST", "/runs/wait", 200, Duration::from_millis(21));
+        let stream = metrics.stream_opened();
+        let queue = QueueStats { pending: 2, running: 1, ..QueueStats::default() };
+        let text = metrics.prometheus(&queue);
+        for line in [
+            "graphwright_runs_started_total{graph=\"chat\"} 1",
+            "graphwright_runs_ended_total{graph=\"chat\",status=\"success\"} 1",
+            "graphwright_run_duration_seconds_count{graph=\"chat\"} 1",
+            "graphwright_streams_open 1",
+            "graphwright_http_requests_total{method=\"POST\",route=\"/runs/wait\",status=\"200\"} 1",
+            "graphwright_queue_pending_runs 2",
+            "graphwright_queue_running_runs 1",
+        ] {
+            assert!(text.contains(line), "{line} is missing from:\n{text}");
+        }
+        drop(stream);
+        let json = metrics.json(&queue, ["chat", "other"].into_iter());
+        assert_eq!(json["queue"]["n_pending"], 2);
+        let counts = |started, success| json!({"started": started, "success": success, "error": 0, "interrupted": 0, "rolled_back": 0});
+        assert_eq!(json["runs"]["chat"], counts(1, 1));
+        assert_eq!(json["runs"]["other"], counts(0, 0));
+        assert_eq!(json["streams_open"], 0);
+    }
+}
