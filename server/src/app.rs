@@ -28,6 +28,8 @@ pub(crate) struct App {
     pub(crate) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// The largest request body accepted, in bytes.
     pub(crate) body_limit: usize,
+    /// Wakes the cron scheduler when crons change.
+    pub(crate) crons: crate::crons::Alarm,
 }
 
 impl App {

@@ -159,7 +159,9 @@ impl Server {
             #[cfg(feature = "postgres")]
             cluster: storage.cluster,
             body_limit: self.body_limit,
+            crons: crate::crons::Alarm::default(),
         });
+        crate::crons::start(&app);
         Ok(crate::api::router(app))
     }
 

@@ -1,4 +1,4 @@
-//! `/ok`, `/info`, and what the server does not offer.
+//! `/ok`, `/info`, and the answer for a route the server does not have.
 
 use crate::error::ApiError;
 use axum::Json;
@@ -13,12 +13,8 @@ pub(super) async fn info() -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "server": "graphwright-server",
-        "flags": {"assistants": true, "crons": false, "langsmith": false, "store": true},
+        "flags": {"assistants": true, "crons": true, "langsmith": false, "store": true},
     }))
-}
-
-pub(super) async fn crons() -> ApiError {
-    ApiError::NotImplemented("crons are not offered by this server (see /info: flags.crons is false)".into())
 }
 
 pub(super) async fn not_found(method: Method, uri: Uri) -> ApiError {
