@@ -30,6 +30,8 @@ pub(crate) struct App {
     pub(crate) body_limit: usize,
     /// What `/metrics` reports.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// Wakes the cron scheduler when crons change.
+    pub(crate) crons: crate::crons::Alarm,
 }
 
 impl App {

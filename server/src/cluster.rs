@@ -59,6 +59,8 @@ pub(crate) struct Cluster {
     ended: watch::Sender<u64>,
     /// Bumped when a run elsewhere published events (followers look again).
     events: watch::Sender<u64>,
+    /// Bumped when a cron is created, changed or deleted by any process (schedulers look again).
+    crons: watch::Sender<u64>,
     /// The connection holding this process's liveness lock and listening for notifications.
     _lease: tokio_postgres::Client,
 }
@@ -95,12 +97,15 @@ impl Cluster {
         let (lease, mut connection) = tokio_postgres::connect(url, NoTls).await?;
         let ended = watch::Sender::new(0);
         let events = watch::Sender::new(0);
-        let (ended_tx, events_tx) = (ended.clone(), events.clone());
+        let crons = watch::Sender::new(0);
+        let (ended_tx, events_tx, crons_tx) = (ended.clone(), events.clone(), crons.clone());
         tokio::spawn(async move {
             let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
             while let Some(message) = messages.next().await {
                 match message {
-                    Ok(AsyncMessage::Notification(note)) => dispatch(note.payload(), &runs, &ended_tx, &events_tx),
+                    Ok(AsyncMessage::Notification(note)) => {
+                        dispatch(note.payload(), &runs, &ended_tx, &events_tx, &crons_tx);
+                    }
                     Ok(_) => {}
                     Err(error) => {
                         tracing::error!(error = %pg(&error), "the server's PostgreSQL lease connection failed");
@@ -116,7 +121,7 @@ impl Cluster {
         let owner = take_owner_id(&lease).await?;
         lease.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
         let meta = PgMeta::open(pool, owner).await?;
-        let cluster = Arc::new(Self { meta, ended, events, _lease: lease });
+        let cluster = Arc::new(Self { meta, ended, events, crons, _lease: lease });
         let weak = Arc::downgrade(&cluster);
         tokio::spawn(async move {
             let mut round = 0u32;
@@ -136,6 +141,11 @@ impl Cluster {
     /// The records, as this process writes them.
     pub(crate) fn meta(&self) -> &PgMeta {
         &self.meta
+    }
+
+    /// Changes whenever any process announces that crons changed.
+    pub(crate) fn cron_changes(&self) -> watch::Receiver<u64> {
+        self.crons.subscribe()
     }
 
     /// Claims `run` if it is its thread's turn; `None` while an earlier run of its thread is
@@ -423,9 +433,15 @@ async fn take_owner_id(client: &tokio_postgres::Client) -> Result<i32, ApiError>
     Err(ApiError::Storage("every server owner id tried is held by another live process".into()))
 }
 
-/// Acts on a notification: stops a run this process executes, or wakes waiting claims and
-/// followers.
-fn dispatch(payload: &str, runs: &Runs, ended: &watch::Sender<u64>, events: &watch::Sender<u64>) {
+/// Acts on a notification: stops a run this process executes, or wakes waiting claims,
+/// followers and the cron scheduler.
+fn dispatch(
+    payload: &str,
+    runs: &Runs,
+    ended: &watch::Sender<u64>,
+    events: &watch::Sender<u64>,
+    crons: &watch::Sender<u64>,
+) {
     let mut words = payload.splitn(3, ' ');
     match (words.next(), words.next(), words.next()) {
         (Some("cancel"), Some(how), Some(run)) => {
@@ -437,6 +453,7 @@ fn dispatch(payload: &str, runs: &Runs, ended: &watch::Sender<u64>, events: &wat
         }
         (Some("ended"), ..) => ended.send_modify(|n| *n += 1),
         (Some("events"), ..) => events.send_modify(|n| *n += 1),
+        (Some("crons"), ..) => crons.send_modify(|n| *n += 1),
         _ => tracing::debug!(payload, "an unknown notification on the server's channel"),
     }
 }

@@ -51,6 +51,10 @@
 //! cancelled through another, and the runs of a process that dies are marked `error` by the
 //! others.
 //!
+//! Crons (`client.crons` in LangGraph's clients) make runs on a schedule, stateless or on a
+//! thread; each server process runs a scheduler, and with PostgreSQL each firing is made by
+//! exactly one process.
+//!
 //! What is served, and where it differs from LangGraph's server, is listed in the
 //! repository's README.
 
@@ -59,6 +63,7 @@ mod app;
 #[cfg(feature = "postgres")]
 mod cluster;
 mod cors;
+mod crons;
 mod error;
 mod meta;
 mod metrics;

@@ -172,7 +172,9 @@ impl Server {
             cluster: storage.cluster,
             body_limit: self.body_limit,
             metrics: Arc::default(),
+            crons: crate::crons::Alarm::default(),
         });
+        crate::crons::start(&app);
         let router = crate::api::router(app)
             .layer(axum::middleware::from_fn(move |request, next| guard.clone().check(request, next)))
             // Outermost: preflights are answered before the guard, which sees no `OPTIONS`.

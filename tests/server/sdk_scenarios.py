@@ -59,11 +59,11 @@ async def system_endpoints():
     async with httpx.AsyncClient(base_url=URL) as http:
         assert (await http.get("/ok")).json() == {"ok": True}
         info = (await http.get("/info")).json()
-        assert info["flags"]["crons"] is False
+        assert info["flags"]["crons"] is True
         missing = await http.get("/no/such/route")
         assert missing.status_code == 404 and "detail" in missing.json()
         crons = await http.post("/runs/crons", json={})
-        assert crons.status_code == 501, crons.status_code
+        assert crons.status_code == 422, crons.status_code
 
 
 @scenario

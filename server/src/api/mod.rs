@@ -1,6 +1,7 @@
 //! The HTTP routes of the Agent Server API.
 
 mod assistants;
+mod crons;
 mod page;
 mod respond;
 mod runs;
@@ -51,11 +52,11 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/runs/wait", post(runs::wait_stateless))
         .route("/runs/batch", post(runs::create_batch))
         .route("/runs/cancel", post(runs::cancel_many))
-        .route("/runs/crons", post(system::crons))
-        .route("/runs/crons/search", post(system::crons))
-        .route("/runs/crons/count", post(system::crons))
-        .route("/runs/crons/{id}", get(system::crons).patch(system::crons).delete(system::crons))
-        .route("/threads/{id}/runs/crons", post(system::crons))
+        .route("/runs/crons", post(crons::create))
+        .route("/runs/crons/search", post(crons::search))
+        .route("/runs/crons/count", post(crons::count))
+        .route("/runs/crons/{id}", get(crons::get).patch(crons::update).delete(crons::delete))
+        .route("/threads/{id}/runs/crons", post(crons::create_for_thread))
         .route("/store/items", put(store::put).get(store::get).delete(store::delete))
         .route("/store/items/search", post(store::search))
         .route("/store/namespaces", post(store::namespaces))

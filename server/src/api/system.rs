@@ -1,4 +1,4 @@
-//! `/ok`, `/info`, `/metrics`, and what the server does not offer.
+//! `/ok`, `/info`, `/metrics`, and the answer for a route the server does not have.
 
 use crate::app::App;
 use crate::error::ApiError;
@@ -22,7 +22,7 @@ pub(super) async fn info() -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "server": "graphwright-server",
-        "flags": {"assistants": true, "crons": false, "langsmith": false, "store": true},
+        "flags": {"assistants": true, "crons": true, "langsmith": false, "store": true},
     }))
 }
 
@@ -50,10 +50,6 @@ pub(super) async fn count_request(State(app): State<Arc<App>>, request: Request,
     let response = next.run(request).await;
     app.metrics.request(&method, &route, response.status().as_u16(), started.elapsed());
     response
-}
-
-pub(super) async fn crons() -> ApiError {
-    ApiError::NotImplemented("crons are not offered by this server (see /info: flags.crons is false)".into())
 }
 
 pub(super) async fn not_found(method: Method, uri: Uri) -> ApiError {

@@ -206,6 +206,9 @@ macro_rules! on_backend {
     };
 }
 
+// Declared after `on_backend!`, which it uses.
+pub(crate) mod crons;
+
 impl Meta {
     /// Adds an assistant, or finds the one with its id (a conflict if `raise`).
     pub(crate) async fn create_assistant(&self, row: AssistantRow, raise: bool) -> Result<Value, ApiError> {

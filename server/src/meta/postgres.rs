@@ -3,6 +3,8 @@
 //! cancellation, its outcome and its events, so that another process can follow, join and
 //! cancel it.
 
+mod crons;
+
 use super::{
     ASSISTANT_COLUMNS, AssistantRow, Columns, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck,
     assistant_json, check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
@@ -100,6 +102,7 @@ impl PgMeta {
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock($1, 0)", &[&SCHEMA_LOCK]).await?;
         tx.batch_execute(SCHEMA).await?;
+        tx.batch_execute(crons::SCHEMA).await?;
         tx.commit().await?;
         Ok(meta)
     }
@@ -150,8 +153,12 @@ impl PgMeta {
     }
 
     pub(crate) async fn delete_assistant(&self, id: &str) -> Result<bool, ApiError> {
-        let client = self.client().await?;
-        Ok(client.execute("DELETE FROM gw_assistants WHERE assistant_id = $1", &[&id]).await? == 1)
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        crons::delete_assistant_crons(&tx, id).await?;
+        let n = tx.execute("DELETE FROM gw_assistants WHERE assistant_id = $1", &[&id]).await?;
+        tx.commit().await?;
+        Ok(n == 1)
     }
 
     pub(crate) async fn create_thread(
@@ -217,6 +224,7 @@ impl PgMeta {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         tx.execute("DELETE FROM gw_runs WHERE thread_id = $1", &[&id]).await?;
+        crons::delete_thread_crons(&tx, id).await?;
         let n = tx.execute("DELETE FROM gw_threads WHERE thread_id = $1", &[&id]).await?;
         tx.commit().await?;
         Ok(n == 1)

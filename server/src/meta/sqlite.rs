@@ -1,5 +1,7 @@
 //! The records in SQLite: one connection, one server process per file.
 
+mod crons;
+
 use super::{
     ASSISTANT_COLUMNS, AssistantRow, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
     check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
@@ -46,6 +48,7 @@ impl SqliteMeta {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
         }
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(crons::SCHEMA)?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
 
@@ -111,7 +114,14 @@ impl SqliteMeta {
 
     pub(crate) async fn delete_assistant(&self, id: &str) -> Result<bool, ApiError> {
         let id = id.to_owned();
-        self.call(move |conn| Ok(conn.execute("DELETE FROM gw_assistants WHERE assistant_id = ?1", [id])? == 1)).await
+        self.call(move |conn| {
+            let tx = write(conn)?;
+            crons::delete_assistant_crons(&tx, &id)?;
+            let n = tx.execute("DELETE FROM gw_assistants WHERE assistant_id = ?1", [id])?;
+            tx.commit()?;
+            Ok(n == 1)
+        })
+        .await
     }
 
     pub(crate) async fn create_thread(
@@ -184,6 +194,7 @@ impl SqliteMeta {
         self.call(move |conn| {
             let tx = write(conn)?;
             tx.execute("DELETE FROM gw_runs WHERE thread_id = ?1", [&id])?;
+            crons::delete_thread_crons(&tx, &id)?;
             let n = tx.execute("DELETE FROM gw_threads WHERE thread_id = ?1", [&id])?;
             tx.commit()?;
             Ok(n == 1)

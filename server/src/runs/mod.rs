@@ -174,7 +174,7 @@ impl Prepared {
 /// The request as stored in the run's `kwargs`.
 fn kwargs_of(body: &RunCreate) -> Value {
     let command = body.command.as_ref().map(|c| json!({"resume": c.resume, "update": c.update, "goto": c.goto}));
-    json!({
+    let mut kwargs = json!({
         "input": body.input,
         "command": command,
         "config": body.config,
@@ -185,5 +185,9 @@ fn kwargs_of(body: &RunCreate) -> Value {
         "checkpoint_id": body.checkpoint_id(),
         "interrupt_before": body.interrupt_before.clone().map(request::OneOrMany::into_vec),
         "interrupt_after": body.interrupt_after.clone().map(request::OneOrMany::into_vec),
-    })
+    });
+    if let Some(cron) = &body.cron {
+        kwargs["cron"] = cron.clone();
+    }
+    kwargs
 }

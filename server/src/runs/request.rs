@@ -72,6 +72,10 @@ pub(crate) struct RunCreate {
     pub(crate) on_disconnect: Option<String>,
     #[serde(default)]
     pub(crate) on_completion: Option<String>,
+    /// The cron that made this run and the time it fired for, kept in the run's `kwargs`; set
+    /// by the server, never read from a request.
+    #[serde(skip)]
+    pub(crate) cron: Option<Value>,
 }
 
 /// What happens to a thread's in-flight run when another is created on it.
