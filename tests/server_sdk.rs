@@ -1,10 +1,11 @@
 //! The server driven by LangGraph's own clients over a real socket on loopback. With the Python
 //! client (`langgraph-sdk`, `tests/server/sdk_scenarios.py`): every endpoint it offers, every
-//! stream mode, interrupts and resumes, reconnecting to a resumable stream, the multitask
-//! strategies, cancellation, the store, and bad input. With the JavaScript client
-//! (`@langchain/langgraph-sdk`, `tests/server/js_scenarios.mjs`): a streamed run as chat UIs
-//! request it, subgraph events, interrupt and resume, thread search and history. This file serves
-//! the graphs they use and runs them.
+//! stream mode (`events` included), a thread's stream across runs, interrupts and resumes,
+//! reconnecting to a resumable stream, the multitask strategies, cancellation, the store, and bad
+//! input. With the JavaScript client (`@langchain/langgraph-sdk`, `tests/server/js_scenarios.mjs`):
+//! a streamed run as chat UIs request it, subgraph events, the `events` mode, joining a thread's
+//! stream, interrupt and resume, thread search and history. This file serves the graphs they use
+//! and runs them.
 //!
 //! `scripts/test` prepares both clients: `GRAPHWRIGHT_TEST_PYTHON` names the interpreter of a
 //! virtualenv holding `langgraph-sdk`, `GRAPHWRIGHT_TEST_JS_SDK` a folder whose `node_modules`
@@ -179,6 +180,72 @@ impl From<inner::State> for nested::StateUpdate {
     }
 }
 
+/// A model that answers from the conversation, the way a real one streams: the weather tool
+/// when asked about the weather, the tool's result in a sentence, an echo otherwise; text word
+/// by word, each tool call in one piece, with the tokens it used.
+#[derive(Clone, Debug, Default)]
+struct Forecaster {
+    settings: graphwright::model::ModelSettings,
+}
+
+impl graphwright::model::ChatModel for Forecaster {
+    fn provider(&self) -> &'static str {
+        "forecaster"
+    }
+
+    fn model(&self) -> &'static str {
+        "forecaster-1"
+    }
+
+    fn settings(&self) -> &graphwright::model::ModelSettings {
+        &self.settings
+    }
+
+    fn settings_mut(&mut self) -> &mut graphwright::model::ModelSettings {
+        &mut self.settings
+    }
+
+    fn generate<'a>(
+        &'a self,
+        request: graphwright::model::ModelRequest<'a>,
+        sink: &'a mut dyn graphwright::model::ReplySink,
+    ) -> futures::future::BoxFuture<'a, Result<graphwright::model::ModelReply, graphwright::model::ModelError>> {
+        let last = request.messages.last().cloned().unwrap_or_else(|| Message::user(""));
+        let reply = if last.role == Role::User && last.content.contains("weather") {
+            Message::assistant("").with_tool_calls(vec![ToolCall::new("call-7", "weather", json!({"city": "Oslo"}))])
+        } else if last.role == Role::Tool {
+            Message::assistant(format!("In Oslo it is {}.", last.content))
+        } else {
+            Message::assistant(format!("You said: {}", last.content))
+        };
+        if request.stream {
+            for word in reply.content.split_inclusive(' ') {
+                sink.text(word);
+            }
+            for (index, call) in reply.tool_calls.iter().enumerate() {
+                let arguments = call.arguments.to_string();
+                sink.tool_call(graphwright::model::ToolCallDelta {
+                    index: u32::try_from(index).unwrap(),
+                    id: Some(&call.id),
+                    name: Some(&call.name),
+                    arguments: &arguments,
+                });
+            }
+        }
+        let usage = graphwright::model::Usage::tokens(12, 7);
+        Box::pin(std::future::ready(Ok(graphwright::model::ModelReply {
+            usage,
+            ..graphwright::model::ModelReply::new(reply)
+        })))
+    }
+}
+
+/// The weather in a city.
+#[tool]
+fn weather(city: String) -> String {
+    format!("3 °C in {city}")
+}
+
 /// The value of a variable `scripts/test` sets, or a panic saying how to get it.
 fn prepared(variable: &str, what: &str) -> String {
     match std::env::var(variable) {
@@ -195,6 +262,10 @@ fn with_graphs(server: Server) -> Server {
         .graph("slow", slow::graph().compile().unwrap())
         .graph("broken", broken::graph().compile().unwrap())
         .graph("nested", nested::graph().compile().unwrap())
+        .graph(
+            "forecast",
+            graphwright::prebuilt::react_agent(Forecaster::default(), tools![Weather]).compile().unwrap(),
+        )
         .body_limit(1024 * 1024)
 }
 
@@ -247,6 +318,41 @@ async fn langgraph_js_client_scenarios() {
     let sdk = prepared("GRAPHWRIGHT_TEST_JS_SDK", "@langchain/langgraph-sdk");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/js_scenarios.mjs");
     run_scenarios("node".to_owned(), script, vec![sdk]).await;
+}
+
+/// Sends one HTTP/1.1 request over a fresh loopback connection and reads what comes back for
+/// at most `listen` (a stream never ends by itself).
+async fn raw_request(addr: std::net::SocketAddr, request: String, listen: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut received = Vec::new();
+    let _ = tokio::time::timeout(listen, socket.read_to_end(&mut received)).await;
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+/// A thread's stream stays open while nothing happens on the thread, sending only keep-alive
+/// comment lines (no blank line after them, so no client reads an event into them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_thread_stream_sends_keep_alive_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve(&dir.path().join("server.db")).await;
+    let body = r#"{"thread_id": "quiet-thread"}"#;
+    let create = format!(
+        "POST /threads HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let created = raw_request(addr, create, Duration::from_secs(10)).await;
+    assert!(created.starts_with("HTTP/1.1 200"), "{created}");
+    let follow = "GET /threads/quiet-thread/stream HTTP/1.1\r\nhost: test\r\n\r\n".to_owned();
+    let streamed = raw_request(addr, follow, Duration::from_millis(5_600)).await;
+    let (head, events) = streamed.split_once("\r\n\r\n").expect("a complete head");
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
+    assert!(events.contains(": keep-alive\n"), "no keep-alive within the interval: {events:?}");
+    assert!(!events.contains("event:") && !events.contains("\n\n"), "an idle thread sent an event: {events:?}");
+    let missing = "GET /threads/no-such-thread/stream HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n".to_owned();
+    let refused = raw_request(addr, missing, Duration::from_secs(10)).await;
+    assert!(refused.starts_with("HTTP/1.1 404") && refused.contains("no-such-thread"), "{refused}");
 }
 
 /// Opens `url` in headless Chromium (through playwright-core), waits for the run the page

@@ -98,4 +98,18 @@ impl App {
         }
         Ok(())
     }
+
+    /// Tells the followers of `thread`, in every server process, that its state was changed
+    /// outside a run. The change is made whether or not they can be told.
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))] // awaits only with PostgreSQL
+    pub(crate) async fn state_changed(&self, thread: &str) {
+        #[cfg(feature = "postgres")]
+        if let Some(cluster) = &self.cluster {
+            if let Err(error) = cluster.state_changed(thread).await {
+                tracing::warn!(%thread, %error, "could not tell other server processes a thread's state changed");
+            }
+            return;
+        }
+        self.runs.feeds.state_changed(thread);
+    }
 }

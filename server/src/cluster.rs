@@ -10,6 +10,9 @@
 //! - **Followers elsewhere.** The executing process writes the run's events to
 //!   `gw_run_events` as they come, then its outcome; a process asked to join or stream a run it
 //!   does not execute copies them into a local [`Live`], woken by `NOTIFY`.
+//! - **Thread streams.** A claim announces the run's start by `NOTIFY` (and a state change
+//!   outside a run is announced too), so every process's thread feeds list the thread's runs
+//!   in the order they ran, whoever executes them; a follower copies each run as above.
 //! - **Cancellation elsewhere.** A cancel is stored on the run and announced by `NOTIFY`; the
 //!   owner stops the run, and a run not yet started sees it when it tries to claim its turn.
 //! - **Orphans.** Every process sweeps for open runs whose owner's lock is free: they are
@@ -149,18 +152,25 @@ impl Cluster {
     }
 
     /// Claims `run` if it is its thread's turn; `None` while an earlier run of its thread is
-    /// open.
-    async fn claim(&self, run: &str) -> Result<Option<Turn>, ApiError> {
+    /// open. With `announce`, a claim tells every process (this one included) that the run
+    /// started, in the same statement: claims of a thread's runs commit one after the other,
+    /// so every process learns of its runs' starts in the order they ran.
+    async fn claim(&self, run: &str, announce: bool) -> Result<Option<Turn>, ApiError> {
         let client = self.meta.client().await?;
-        let claimed = client
-            .execute(
-                "UPDATE gw_runs r SET status = 'running', updated_at = $2
-                 WHERE r.run_id = $1 AND r.status = 'pending' AND r.cancel IS NULL AND NOT EXISTS (
-                     SELECT 1 FROM gw_runs o WHERE o.thread_id = r.thread_id
-                         AND o.status IN ('pending', 'running') AND o.seq < r.seq)",
-                &[&run, &time::now()],
+        let claimed: i64 = client
+            .query_one(
+                "WITH claimed AS (
+                     UPDATE gw_runs r SET status = 'running', updated_at = $2
+                     WHERE r.run_id = $1 AND r.status = 'pending' AND r.cancel IS NULL AND NOT EXISTS (
+                         SELECT 1 FROM gw_runs o WHERE o.thread_id = r.thread_id
+                             AND o.status IN ('pending', 'running') AND o.seq < r.seq)
+                     RETURNING r.thread_id),
+                 told AS (SELECT pg_notify($4, 'started ' || $1 || ' ' || thread_id) FROM claimed WHERE $3)
+                 SELECT (SELECT count(*) FROM claimed), (SELECT count(*) FROM told)",
+                &[&run, &time::now(), &announce, &CHANNEL],
             )
-            .await?;
+            .await?
+            .try_get(0)?;
         if claimed == 1 {
             return Ok(Some(Turn::Claimed));
         }
@@ -174,12 +184,13 @@ impl Cluster {
         })
     }
 
-    /// Waits for `run`'s turn and claims it.
-    pub(crate) async fn take_turn(&self, run: &str) -> Result<Turn, ApiError> {
+    /// Waits for `run`'s turn and claims it; with `announce`, its start is told to the
+    /// followers of its thread in every process.
+    pub(crate) async fn take_turn(&self, run: &str, announce: bool) -> Result<Turn, ApiError> {
         let mut ended = self.ended.subscribe();
         loop {
             ended.borrow_and_update();
-            if let Some(turn) = self.claim(run).await? {
+            if let Some(turn) = self.claim(run, announce).await? {
                 return Ok(turn);
             }
             tokio::select! {
@@ -203,6 +214,13 @@ impl Cluster {
             client.execute("SELECT pg_notify($1, 'cancel ' || $2 || ' ' || $3)", &[&CHANNEL, &name, &run]).await?;
         }
         Ok(asked == 1)
+    }
+
+    /// Tells every process (this one included) that `thread`'s state was changed outside a run.
+    pub(crate) async fn state_changed(&self, thread: &str) -> Result<(), ApiError> {
+        let client = self.meta.client().await?;
+        client.execute("SELECT pg_notify($1, 'state ' || $2)", &[&CHANNEL, &thread]).await?;
+        Ok(())
     }
 
     /// Writes the events of a run this process executes for followers elsewhere, then its
@@ -433,8 +451,9 @@ async fn take_owner_id(client: &tokio_postgres::Client) -> Result<i32, ApiError>
     Err(ApiError::Storage("every server owner id tried is held by another live process".into()))
 }
 
-/// Acts on a notification: stops a run this process executes, or wakes waiting claims,
-/// followers and the cron scheduler.
+/// Acts on a notification: stops a run this process executes, wakes waiting claims,
+/// followers and the cron scheduler, or adds a run's start or a state change to its thread's
+/// feed.
 fn dispatch(
     payload: &str,
     runs: &Runs,
@@ -442,8 +461,14 @@ fn dispatch(
     events: &watch::Sender<u64>,
     crons: &watch::Sender<u64>,
 ) {
+    // A thread id is the client's and may hold spaces: it comes last, whole.
+    if let Some(("state", thread)) = payload.split_once(' ') {
+        runs.feeds.state_changed(thread);
+        return;
+    }
     let mut words = payload.splitn(3, ' ');
     match (words.next(), words.next(), words.next()) {
+        (Some("started"), Some(run), Some(thread)) => runs.feeds.started(thread, run),
         (Some("cancel"), Some(how), Some(run)) => {
             if let (Some(how), Some(live)) = (cancel_of(how), runs.get(run))
                 && !live.remote

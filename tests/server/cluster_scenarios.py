@@ -3,8 +3,9 @@ client (langgraph-sdk).
 
 Usage: python cluster_scenarios.py http://A http://B PID_OF_A
 
-A run accepted by one process is joined, streamed and cancelled through the other; runs on one
-thread queue across processes; and when process A is killed mid-run, B marks A's runs `error`,
+A run accepted by one process is joined, streamed and cancelled through the other; a thread's
+stream on one process follows the runs the other executes; runs on one thread queue across
+processes; and when process A is killed mid-run, B marks A's runs `error`,
 runs what B queued behind them, and leaves the thread free. The `slow` graph (served by
 tests/server_sdk.rs) counts `steps` ticks of `pause_ms` each.
 """
@@ -116,6 +117,52 @@ async def a_run_on_b_interrupts_a_run_on_a():
     await B.runs.join(thread["thread_id"], second["run_id"])
     assert await status_on(B, thread["thread_id"], first["run_id"]) == "interrupted"
     assert await status_on(B, thread["thread_id"], second["run_id"]) == "success"
+
+
+async def take(stream, enough):
+    """The parts of a stream (the client's `threads.join_stream` gives it through a coroutine)
+    until `enough(parts)` holds; then the stream is closed."""
+    stream = await stream
+    parts = []
+    try:
+        async for part in stream:
+            parts.append(part)
+            if enough(parts):
+                break
+    finally:
+        await stream.aclose()
+    return parts
+
+
+def runs_done(n):
+    return lambda parts: sum(1 for p in parts if p.event == "metadata" and p.data.get("status") == "run_done") >= n
+
+
+@scenario
+async def a_thread_stream_on_b_follows_runs_made_through_a():
+    thread = await A.threads.create()
+    tid = thread["thread_id"]
+    follower = asyncio.create_task(take(B.threads.join_stream(tid, stream_mode=["run_modes", "state_update"]), runs_done(2)))
+    await asyncio.sleep(0.5)
+    first = await A.runs.create(tid, "slow", input=slow(3, 50), stream_mode="values")
+    second = await A.runs.create(tid, "slow", input=slow(5, 20), stream_mode="updates", multitask_strategy="enqueue")
+    seen = await asyncio.wait_for(follower, 30)
+    lifecycle = [(p.data.get("status"), p.data["run_id"]) for p in seen if p.event == "metadata"]
+    assert lifecycle == [(None, first["run_id"]), ("run_done", first["run_id"]),
+                         (None, second["run_id"]), ("run_done", second["run_id"])], lifecycle
+    values = [p.data["done"] for p in seen if p.event == "values"]
+    assert values == [0, 1, 2, 3], values
+    assert len([p for p in seen if p.event == "updates"]) == 2, seen
+    # The same ids on either process: a stream joined on A resumes where B's left off.
+    middle = next(i for i, p in enumerate(seen) if p.event == "metadata" and p.data.get("status") == "run_done")
+    replay = await take(A.threads.join_stream(tid, last_event_id=seen[middle - 1].id), runs_done(2))
+    assert [(p.event, p.data, p.id) for p in replay] == [(p.event, p.data, p.id) for p in seen[middle:]], replay
+    # A state change made through A reaches B's followers.
+    changes = asyncio.create_task(take(B.threads.join_stream(tid, stream_mode="state_update"), bool))
+    await asyncio.sleep(0.5)
+    await A.threads.update_state(tid, {"steps": 9})
+    changed = await asyncio.wait_for(changes, 10)
+    assert changed[0].event == "state_update" and changed[0].data["state"]["values"]["steps"] == 9, changed
 
 
 @scenario

@@ -146,6 +146,79 @@ scenario(async function interrupt_resume_search_and_history() {
   assert.equal(older[0].checkpoint.checkpoint_id, ids[1]);
 });
 
+// streamMode "events": LangChain's run events, the run as the root chain, its tasks under it,
+// the reply streamed as chat model chunks under the task that wrote it.
+scenario(async function events_stream_mode() {
+  const parts = await collect(
+    client.runs.stream(null, "chat", {
+      input: { messages: [{ type: "human", content: "hello there" }] },
+      streamMode: "events",
+    }),
+  );
+  assert.deepEqual(new Set(parts.map((p) => p.event)), new Set(["metadata", "events"]));
+  const runId = parts[0].data.run_id;
+  const evs = named(parts, "events");
+  assert.deepEqual(
+    [evs[0].event, evs[0].name, evs[0].run_id, evs[0].parent_ids],
+    ["on_chain_start", "chat", runId, []],
+  );
+  const end = evs.at(-1);
+  assert.deepEqual([end.event, end.run_id], ["on_chain_end", runId]);
+  assert.equal(end.data.output.messages.at(-1).content, "You said: hello there");
+  const task = evs.find((e) => e.event === "on_chain_start" && e.name === "agent");
+  assert.deepEqual(task.parent_ids, [runId]);
+  const chunks = evs.filter((e) => e.event === "on_chat_model_stream");
+  assert.ok(chunks.every((e) => e.parent_ids.join() === [runId, task.run_id].join()));
+  assert.equal(chunks.map((e) => e.data.chunk.content).join(""), "You said: hello there");
+  const taskEnd = evs.find((e) => e.event === "on_chain_end" && e.run_id === task.run_id);
+  assert.equal(taskEnd.data.output.messages[0].content, "You said: hello there");
+});
+
+// client.threads.joinStream: the thread's runs one after another, each opened by its metadata
+// and closed by its run_done; lastEventId resumes after an event.
+scenario(async function join_a_threads_stream() {
+  const thread = await client.threads.create();
+  const runDone = (p) => p.event === "metadata" && p.data.status === "run_done";
+  const follow = async (options, runs) => {
+    const controller = new AbortController();
+    const parts = [];
+    for await (const part of client.threads.joinStream(thread.thread_id, { ...options, signal: controller.signal })) {
+      parts.push(part);
+      if (parts.filter(runDone).length === runs) break;
+    }
+    controller.abort();
+    return parts;
+  };
+  const following = follow({ streamMode: ["run_modes", "lifecycle"] }, 2);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const first = await client.runs.create(thread.thread_id, "chat", { input: { messages: ["one"] } });
+  const second = await client.runs.create(thread.thread_id, "chat", {
+    input: { messages: ["two"] },
+    streamMode: ["updates"],
+    multitaskStrategy: "enqueue",
+  });
+  const seen = await following;
+  assert.deepEqual(
+    seen.filter((p) => p.event === "metadata").map((p) => [p.data.status ?? "start", p.data.run_id]),
+    [
+      ["start", first.run_id],
+      ["run_done", first.run_id],
+      ["start", second.run_id],
+      ["run_done", second.run_id],
+    ],
+  );
+  const ids = seen.map((p) => p.id);
+  assert.ok(ids.every(Boolean));
+  assert.equal(new Set(ids).size, ids.length);
+  const middle = seen.findIndex(runDone);
+  const replay = await follow({ lastEventId: seen[middle].id }, 1);
+  assert.deepEqual(
+    replay.map((p) => [p.event, p.id]),
+    seen.slice(middle + 1).map((p) => [p.event, p.id]),
+  );
+  assert.deepEqual(named(replay, "updates").at(-1), { agent: named(seen, "updates").at(-1).agent });
+});
+
 // A missing thread is a 404 the client reports, not a hang or a crash.
 scenario(async function missing_thread() {
   await assert.rejects(client.threads.get("00000000-0000-0000-0000-000000000000"), (error) => {

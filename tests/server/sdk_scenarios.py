@@ -3,11 +3,13 @@
 Usage: python sdk_scenarios.py http://127.0.0.1:PORT
 
 Each scenario exercises one part of the Agent Server API the way LangGraph users call it, and
-asserts what LangGraph's own server answers. The graphs (chat, approval, slow, broken, nested)
-are served by tests/server_sdk.rs.
+asserts what LangGraph's own server answers. The graphs (chat, approval, slow, broken, nested,
+and forecast: a ReAct agent over a model that streams and a weather tool) are served by
+tests/server_sdk.rs.
 """
 
 import asyncio
+import inspect
 import json
 import sys
 import uuid
@@ -225,6 +227,214 @@ async def stream_subgraphs():
     assert inner, names
     flat = await collect(client.runs.stream(thread["thread_id"], "nested", input={}, stream_mode="updates"))
     assert all("|" not in event for event, _ in flat)
+
+
+def chains(parts):
+    """The `events` mode's events (LangChain's run events) among a stream's parts."""
+    return [data for event, data in parts if event == "events"]
+
+
+def starts_of(evs, name):
+    return [e for e in evs if e["event"] == "on_chain_start" and e["name"] == name]
+
+
+@scenario
+async def stream_events_mode():
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    question = {"messages": [{"type": "human", "content": "what is the weather?"}]}
+    parts = await collect(client.runs.stream(tid, "chat", input=question, stream_mode="events"))
+    assert {event for event, _ in parts} == {"metadata", "events"}, {event for event, _ in parts}
+    run_id = parts[0][1]["run_id"]
+    evs = chains(parts)
+
+    # The run is the root chain, named after the graph, from the input to the final state.
+    root, end = evs[0], evs[-1]
+    assert (root["event"], root["name"], root["run_id"], root["parent_ids"]) == ("on_chain_start", "chat", run_id, []), root
+    assert root["data"]["input"] == question, root["data"]
+    assert root["metadata"]["thread_id"] == tid and root["metadata"]["graph_id"] == "chat", root["metadata"]
+    assert (end["event"], end["name"], end["run_id"], end["parent_ids"]) == ("on_chain_end", "chat", run_id, []), end
+    final = end["data"]["output"]["messages"]
+    assert [m["type"] for m in final] == ["human", "ai", "tool", "ai"], final
+    assert final[-1]["content"] == "It is 4 °C and raining there."
+    assert final == (await client.threads.get_state(tid))["values"]["messages"]
+
+    # Each node task is a chain under the root: started with the state it read, ended with its update.
+    tasks = [(e["event"], e["name"]) for e in evs
+             if e["parent_ids"] == [run_id] and e["event"] in ("on_chain_start", "on_chain_end")]
+    assert tasks == [("on_chain_start", "agent"), ("on_chain_end", "agent"), ("on_chain_start", "tools"),
+                     ("on_chain_end", "tools"), ("on_chain_start", "agent"), ("on_chain_end", "agent")], tasks
+    asking, answering = [e["run_id"] for e in starts_of(evs, "agent")]
+    assert asking != answering and len({e["run_id"] for e in evs}) > 3
+    asked = next(e for e in evs if e["event"] == "on_chain_end" and e["run_id"] == asking)
+    assert [m["type"] for m in asked["data"]["input"]["messages"]] == ["human"], asked["data"]
+    assert asked["data"]["output"]["messages"][0]["tool_calls"][0]["args"] == {"city": "Oslo"}, asked["data"]
+    streamed = next(e for e in evs if e["event"] == "on_chain_stream" and e["run_id"] == asking)
+    assert streamed["data"]["chunk"] == asked["data"]["output"]
+    meta = starts_of(evs, "agent")[1]["metadata"]
+    assert (meta["langgraph_node"], meta["langgraph_step"], meta["thread_id"]) == ("agent", 3, tid), meta
+    assert starts_of(evs, "agent")[1]["tags"] == ["graph:step:3"]
+    # Every event of a task comes between its start and its end.
+    for task in (asking, answering):
+        at = [i for i, e in enumerate(evs) if e["run_id"] == task or task in e["parent_ids"]]
+        assert evs[at[0]]["event"] == "on_chain_start" and evs[at[-1]]["event"] == "on_chain_end", task
+
+    # The reply streams token by token as a chat model run of the task that wrote it.
+    model = [e for e in evs if e["event"].startswith("on_chat_model")]
+    kinds = [e["event"] for e in model]
+    assert kinds[0] == "on_chat_model_start" and kinds[-1] == "on_chat_model_end", kinds
+    assert set(kinds[1:-1]) == {"on_chat_model_stream"} and len(kinds) > 4, kinds
+    assert all(e["parent_ids"] == [run_id, answering] and e["run_id"] == model[0]["run_id"] for e in model)
+    chunks = [e["data"]["chunk"] for e in model[1:-1]]
+    assert all(c["type"] == "AIMessageChunk" and c["id"] == "reply-3" for c in chunks), chunks
+    assert "".join(c["content"] for c in chunks) == "It is 4 °C and raining there."
+    assert model[-1]["data"]["output"]["content"] == "It is 4 °C and raining there."
+    assert model[-1]["metadata"]["langgraph_node"] == "agent"
+
+    # A node's writes are custom events of its task.
+    custom = [e for e in evs if e["event"] == "on_custom_event"]
+    assert [c["data"] for c in custom] == [{"type": "progress", "seen": 1}, {"type": "progress", "seen": 3}], custom
+    assert [c["run_id"] for c in custom] == [asking, answering] and custom[0]["parent_ids"] == [run_id]
+
+    # A pause ends the root with the state at the pause; the paused task has no end, as in LangChain.
+    paused = await collect(client.runs.stream(None, "approval", input={"request": "r"}, stream_mode="events"))
+    held = chains(paused)
+    assert starts_of(held, "ask") and not [e for e in held if e["event"] == "on_chain_end" and e["name"] == "ask"], held
+    assert (held[-1]["event"], held[-1]["name"]) == ("on_chain_end", "approval"), held[-1]
+    assert held[-1]["data"]["output"]["request"] == "r", held[-1]
+    assert events(paused, "values")[-1]["__interrupt__"][0]["value"]["question"] == "approve?", paused
+
+    # With other modes, each mode's events come as before.
+    both = await collect(client.runs.stream(tid, "chat", input={"messages": ["hi"]}, stream_mode=["events", "values"]))
+    assert {event for event, _ in both} == {"metadata", "events", "values"}
+    assert events(both, "values")[-1] == chains(both)[-1]["data"]["output"]
+
+
+@scenario
+async def stream_events_of_a_model_call_and_its_tool():
+    parts = await collect(client.runs.stream(
+        None, "forecast", input={"messages": [{"type": "human", "content": "the weather, please"}]},
+        stream_mode="events",
+    ))
+    evs = chains(parts)
+    run_id = evs[0]["run_id"]
+    assert evs[0]["name"] == "forecast" and evs[-1]["event"] == "on_chain_end"
+    tools_task = starts_of(evs, "tools")[0]["run_id"]
+    agent_tasks = [e["run_id"] for e in starts_of(evs, "agent")]
+
+    start = next(e for e in evs if e["event"] == "on_tool_start")
+    assert (start["name"], start["data"]["input"], start["parent_ids"]) == ("weather", {"city": "Oslo"}, [run_id, tools_task]), start
+    end = next(e for e in evs if e["event"] == "on_tool_end")
+    assert end["run_id"] == start["run_id"] and end["parent_ids"] == start["parent_ids"], end
+    out = end["data"]["output"]
+    assert (out["type"], out["content"], out["tool_call_id"], out["name"]) == ("tool", "3 °C in Oslo", "call-7", "weather"), out
+    assert evs.index(start) < evs.index(end)
+
+    # Two model calls, each under its own agent task, ending with its reply and what it used.
+    ends = [e for e in evs if e["event"] == "on_chat_model_end"]
+    assert [e["parent_ids"] for e in ends] == [[run_id, task] for task in agent_tasks], ends
+    asked = ends[0]["data"]["output"]
+    assert asked["tool_calls"] == [{"id": "call-7", "name": "weather", "args": {"city": "Oslo"}, "type": "tool_call"}], asked
+    assert asked["usage_metadata"]["input_tokens"] == 12 and asked["usage_metadata"]["total_tokens"] == 19, asked
+    pieces = [e["data"]["chunk"] for e in evs
+              if e["event"] == "on_chat_model_stream" and e["run_id"] == ends[0]["run_id"]]
+    assert pieces[0]["tool_call_chunks"][0]["name"] == "weather", pieces
+    assert json.loads("".join(p["tool_call_chunks"][0]["args"] for p in pieces if p["tool_call_chunks"])) == {"city": "Oslo"}
+    answer = [e["data"]["chunk"]["content"] for e in evs
+              if e["event"] == "on_chat_model_stream" and e["run_id"] == ends[1]["run_id"]]
+    assert "".join(answer) == "In Oslo it is 3 °C in Oslo." == ends[1]["data"]["output"]["content"], answer
+    # The model's end comes before its task's.
+    task_end = next(e for e in evs if e["event"] == "on_chain_end" and e["run_id"] == agent_tasks[1])
+    assert evs.index(ends[1]) < evs.index(task_end)
+
+
+@scenario
+async def stream_events_with_subgraphs():
+    parts = await collect(client.runs.stream(
+        None, "nested", input={"trail": []}, stream_mode=["events", "updates"], stream_subgraphs=True,
+    ))
+    names = {event for event, _ in parts}
+    assert "events" in names and any(n.startswith("updates|inner:") for n in names), names
+    evs = chains(parts)
+    run_id = evs[0]["run_id"]
+    inner, work = starts_of(evs, "inner")[0], starts_of(evs, "work")[0]
+    assert inner["parent_ids"] == [run_id] and work["parent_ids"] == [run_id, inner["run_id"]], (inner, work)
+    assert work["metadata"]["langgraph_checkpoint_ns"].startswith("inner:"), work["metadata"]
+    work_end = next(e for e in evs if e["event"] == "on_chain_end" and e["name"] == "work")
+    assert work_end["data"]["output"] == {"trail": ["inner"]}, work_end
+    # Without stream_subgraphs the other modes stay flat; the events still tell the subgraph's tasks.
+    flat = await collect(client.runs.stream(None, "nested", input={"trail": []}, stream_mode=["events", "updates"]))
+    assert all("|" not in event for event, _ in flat), [event for event, _ in flat]
+    assert starts_of(chains(flat), "work"), chains(flat)
+
+
+async def take(stream, enough):
+    """The parts of `stream` until `enough(parts)` holds; then the stream is closed. (The
+    client's `threads.join_stream` is a coroutine that gives the stream.)"""
+    if inspect.isawaitable(stream):
+        stream = await stream
+    parts = []
+    try:
+        async for part in stream:
+            parts.append(part)
+            if enough(parts):
+                break
+    finally:
+        await stream.aclose()
+    return parts
+
+
+def runs_done(n):
+    return lambda parts: sum(1 for p in parts if p.event == "metadata" and p.data.get("status") == "run_done") >= n
+
+
+@scenario
+async def join_thread_stream():
+    tid = (await client.threads.create())["thread_id"]
+    follower = asyncio.create_task(take(client.threads.join_stream(tid), runs_done(2)))
+    await asyncio.sleep(0.3)
+    first = await client.runs.create(tid, "chat", input={"messages": ["one"]}, stream_mode="values")
+    second = await client.runs.create(tid, "chat", input={"messages": ["two"]}, stream_mode="updates",
+                                      multitask_strategy="enqueue")
+    seen = await asyncio.wait_for(follower, 20)
+
+    # Both runs, one after the other: each with its own stream modes, opened by its metadata and
+    # closed by its run_done.
+    lifecycle = [(p.data.get("status"), p.data["run_id"]) for p in seen if p.event == "metadata"]
+    assert lifecycle == [(None, first["run_id"]), ("run_done", first["run_id"]),
+                         (None, second["run_id"]), ("run_done", second["run_id"])], lifecycle
+    split = next(i for i, p in enumerate(seen) if p.event == "metadata" and p.data.get("status") == "run_done")
+    assert {p.event for p in seen[1:split]} == {"values"}, seen[:split]
+    assert {p.event for p in seen[split + 2:-1]} == {"updates"}, seen[split:]
+    assert seen[split - 1].data["messages"][-1]["content"] == "You said: one"
+    ids = [p.id for p in seen]
+    assert all(ids) and len(set(ids)) == len(ids), ids
+
+    # Reconnecting after an event replays exactly what followed it.
+    replay = await take(client.threads.join_stream(tid, last_event_id=seen[split - 1].id), runs_done(2))
+    assert [(p.event, p.data, p.id) for p in replay] == [(p.event, p.data, p.id) for p in seen[split:]], replay
+    after_first = await take(client.threads.join_stream(tid, last_event_id=seen[split].id), runs_done(1))
+    assert after_first[0].data == {"run_id": second["run_id"], "attempt": 1}, after_first[0]
+
+    # Lifecycle alone: each run's start and end.
+    starts_and_ends = await take(
+        client.threads.join_stream(tid, last_event_id=seen[0].id, stream_mode="lifecycle"), runs_done(2))
+    assert [p.event for p in starts_and_ends] == ["metadata"] * 3, starts_and_ends
+    assert [p.id for p in starts_and_ends] == [p.id for p in seen if p.event == "metadata"][1:]
+
+    # The thread's state after a change made outside a run.
+    updates = asyncio.create_task(take(client.threads.join_stream(tid, stream_mode=["state_update", "lifecycle"]),
+                                       lambda parts: any(p.event == "state_update" for p in parts)))
+    await asyncio.sleep(0.3)
+    await client.threads.update_state(tid, {"messages": [{"type": "human", "content": "edited"}]})
+    changed = await asyncio.wait_for(updates, 10)
+    assert [p.event for p in changed] == ["state_update"], changed
+    assert changed[0].data["thread_id"] == tid
+    assert changed[0].data["state"]["values"]["messages"][-1]["content"] == "edited", changed[0].data
+
+    await refused(take(client.threads.join_stream(str(uuid.uuid4())), bool), NotFoundError, "an unknown thread was joined")
+    await refused(take(client.threads.join_stream(tid, stream_mode="values"), bool), UnprocessableEntityError,
+                  "a thread stream took a run's stream mode")
 
 
 @scenario

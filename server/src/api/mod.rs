@@ -7,6 +7,7 @@ mod respond;
 mod runs;
 mod store;
 mod system;
+mod thread_stream;
 mod threads;
 
 use crate::app::App;
@@ -40,6 +41,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/threads/{id}/state/checkpoint", post(threads::state_at_body))
         .route("/threads/{id}/state/{checkpoint_id}", get(threads::state_at))
         .route("/threads/{id}/history", get(threads::history_query).post(threads::history))
+        .route("/threads/{id}/stream", get(thread_stream::join))
         .route("/threads/{id}/runs", get(runs::list).post(runs::create))
         .route("/threads/{id}/runs/stream", post(runs::stream))
         .route("/threads/{id}/runs/wait", post(runs::wait))

@@ -143,7 +143,12 @@ pub(super) fn event_stream(
         let _ = (&guard, &open);
         Ok::<_, Infallible>(sse::encode(&frame, with_id))
     });
-    let mut response = Response::new(Body::from_stream(frames));
+    sse_response(Body::from_stream(frames))
+}
+
+/// A response streaming `body` as server-sent events, past any proxy's buffering.
+pub(super) fn sse_response(body: Body) -> Response {
+    let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
     // `no-cache`, not `no-store`: Chrome reports a streamed `no-store` response it read to its

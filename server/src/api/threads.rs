@@ -217,7 +217,8 @@ fn empty_state() -> Value {
         "checkpoint": null, "parent_checkpoint": null, "interrupts": []})
 }
 
-async fn state_of(app: &App, id: &str, checkpoint: Option<&str>) -> Result<Value, ApiError> {
+/// A thread's state (at `checkpoint`, or its latest), as `ThreadState`.
+pub(super) async fn state_of(app: &App, id: &str, checkpoint: Option<&str>) -> Result<Value, ApiError> {
     let Some(graph) = app.thread_graph(id).await? else { return Ok(empty_state()) };
     Ok(graph.state(id, checkpoint).await?.unwrap_or_else(empty_state))
 }
@@ -282,6 +283,7 @@ pub(super) async fn update_state(
         body.checkpoint_id.or_else(|| body.checkpoint.as_ref()?.get("checkpoint_id")?.as_str().map(str::to_owned));
     let new_id = graph.update_state(&id, values, as_node(body.as_node), checkpoint).await?;
     refresh(&app, &graph, &id).await?;
+    app.state_changed(&id).await;
     Ok(json(&json!({"checkpoint": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": new_id}})))
 }
 

@@ -4,8 +4,8 @@
 use crate::app::App;
 use crate::error::ApiError;
 use crate::meta::crons::CronRecord;
-use crate::runs::request::{OneOrMany, RunCreate};
-use crate::served::{Modes, RunSpec, Start};
+use crate::runs;
+use crate::runs::request::RunCreate;
 use crate::time;
 use chrono::{DateTime, NaiveDateTime};
 use serde::Deserialize;
@@ -90,39 +90,15 @@ pub(super) fn run_request(payload: &Map<String, Value>) -> Result<RunCreate, Api
 /// assistant, the strategies, the context, the input and the breakpoints), so that what a
 /// firing would refuse is refused now. The assistant, with its id resolved from a graph name.
 pub(super) async fn check_run(app: &App, stateless: bool, body: &RunCreate) -> Result<Value, ApiError> {
-    let assistant = app.assistant(&body.assistant_id).await?;
-    let graph = app.graph(assistant["graph_id"].as_str().unwrap_or_default())?;
-    body.multitask()?;
-    body.keeps_thread()?;
-    body.creates_thread()?;
     if stateless && body.command.is_some() {
         return Err(ApiError::BadRequest(
             "a stateless cron runs on a new thread each time, which has nothing to resume: give `input`, or make the cron on a thread".into(),
         ));
     }
-    let start = match &body.command {
-        Some(command) => {
-            Start::Command { resume: command.resume.clone(), update: command.update.clone(), goto: body.goto()? }
-        }
-        None => Start::Input(body.input.clone().filter(|input| !input.is_null()).unwrap_or_else(|| json!({}))),
-    };
-    let context = match body.context()? {
-        Some(context) => Some(context),
-        None => Some(assistant["context"].clone()).filter(|c| c.as_object().is_some_and(|o| !o.is_empty())),
-    };
-    let spec = RunSpec {
-        thread_id: String::new(),
-        run_id: String::new(),
-        start,
-        modes: Modes::default(),
-        checkpoint_id: body.checkpoint_id(),
-        context,
-        recursion_limit: body.recursion_limit()?,
-        interrupt_before: body.interrupt_before.clone().map(OneOrMany::into_vec).unwrap_or_default(),
-        interrupt_after: body.interrupt_after.clone().map(OneOrMany::into_vec).unwrap_or_default(),
-    };
-    graph.validate(&spec)?;
-    Ok(assistant)
+    // Checked exactly as a client's run request is; nothing of it is recorded.
+    let thread = (!stateless).then(String::new);
+    runs::prepare(app, thread, body).await?;
+    app.assistant(&body.assistant_id).await
 }
 
 /// The run request of a cron's firing at `due_ms`: its payload, with the cron's metadata under

@@ -81,7 +81,7 @@ impl Job {
         };
         #[cfg(feature = "postgres")]
         if let Some(cluster) = &self.app.cluster {
-            return match cluster.take_turn(&self.live.run_id).await.map_err(storage_failed)? {
+            return match cluster.take_turn(&self.live.run_id, !self.temporary).await.map_err(storage_failed)? {
                 crate::cluster::Turn::Claimed => Ok(None),
                 crate::cluster::Turn::Cancelled(how) => Err(ended_before_start(how)),
                 crate::cluster::Turn::Gone => Err(Ended::Graph(Outcome::Failed {
@@ -92,6 +92,11 @@ impl Job {
         }
         let guard = self.app.runs.lock_for(&self.spec.thread_id).lock_owned().await;
         self.app.meta.set_running(&self.live.run_id).await.map_err(storage_failed)?;
+        // The run enters its thread's feed as it starts (with PostgreSQL the claim above
+        // announces it to every process instead, this one included).
+        if !self.temporary {
+            self.app.runs.feeds.started(&self.spec.thread_id, &self.live.run_id);
+        }
         Ok(Some(guard))
     }
 

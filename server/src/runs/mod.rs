@@ -1,6 +1,7 @@
 //! Runs: accepted, queued per thread, executed, followed, cancelled.
 
 mod exec;
+pub(crate) mod feed;
 pub(crate) mod live;
 pub(crate) mod request;
 
@@ -25,6 +26,8 @@ pub(crate) struct Runs {
     ended: Mutex<VecDeque<String>>,
     /// One lock per thread: its runs execute one at a time, in order.
     threads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Each thread's runs in the order they started, for followers of the thread.
+    pub(crate) feeds: feed::ThreadFeeds,
 }
 
 impl Runs {
@@ -129,6 +132,8 @@ pub(crate) async fn prepare(app: &App, thread: Option<String>, body: &RunCreate)
     let spec = RunSpec {
         thread_id: thread_id.clone(),
         run_id: run_id.clone(),
+        graph_id: graph_id.clone(),
+        assistant_id: assistant_id.clone(),
         start,
         modes,
         checkpoint_id: body.checkpoint_id(),

@@ -120,14 +120,10 @@ impl RunCreate {
                 "tasks" => modes.tasks = true,
                 "checkpoints" => modes.checkpoints = true,
                 "debug" => modes.debug = true,
-                "events" => {
-                    return Err(ApiError::Invalid(
-                        "stream mode `events` (LangChain callback events) is not offered: ask for `messages-tuple`, `updates` or `debug`".into(),
-                    ));
-                }
+                "events" => modes.events = true,
                 other => {
                     return Err(ApiError::Invalid(format!(
-                        "unknown stream mode {other:?}: use values, updates, messages-tuple, custom, tasks, checkpoints or debug"
+                        "unknown stream mode {other:?}: use values, updates, messages-tuple, custom, tasks, checkpoints, debug or events"
                     )));
                 }
             }

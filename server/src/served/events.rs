@@ -1,10 +1,11 @@
 //! A run's events in the wire's terms: event names, LangChain message chunks, the metadata
 //! clients read from `messages` events, and the interrupt events LangGraph's server adds.
 
+use super::chains::{Chains, task_id};
 use super::snapshot::{shown, to_wire};
-use super::{Modes, Outcome, WireEvent};
+use super::{Modes, Outcome, RunSpec, WireEvent};
 use crate::time;
-use crate::wire::messages::{fields_to_wire, message_to_wire};
+use crate::wire::messages::{ai_chunk, fields_to_wire};
 use crate::wire::names::node_to_wire;
 use graphwright::{Event, EventKind, GraphError, State};
 use serde_json::{Value, json};
@@ -20,35 +21,70 @@ pub(crate) struct Translator {
     streamed: HashSet<String>,
     /// The last values, for `checkpoints` events.
     values: Value,
+    /// The `events` mode's runs, when it was asked for.
+    chains: Option<Chains>,
 }
 
 impl Translator {
-    pub(crate) fn new(modes: Modes, run_id: String, thread_id: String, fields: &'static [&'static str]) -> Self {
-        Self { modes, run_id, thread_id, fields, streamed: HashSet::new(), values: Value::Null }
+    pub(crate) fn new(spec: &RunSpec, fields: &'static [&'static str]) -> Self {
+        let chains =
+            spec.modes.events.then(|| Chains::new(&spec.run_id, &spec.thread_id, &spec.graph_id, &spec.assistant_id));
+        Self {
+            modes: spec.modes,
+            run_id: spec.run_id.clone(),
+            thread_id: spec.thread_id.clone(),
+            fields,
+            streamed: HashSet::new(),
+            values: Value::Null,
+            chains,
+        }
+    }
+
+    /// The wire events that open the run, before any of the graph's: in `events` mode, the
+    /// start of the root chain with the run's `input`.
+    pub(crate) fn begin(&self, input: impl FnOnce() -> Value) -> Vec<WireEvent> {
+        let mut out = Vec::new();
+        if let Some(chains) = &self.chains {
+            chains.begin(input(), &mut out);
+        }
+        out
     }
 
     /// The wire events for `event` (none for modes the client did not ask for), or the run's
     /// outcome for a terminal event.
+    #[allow(clippy::too_many_lines)] // one arm per event kind, each short
     pub(crate) fn translate<S: State>(&mut self, event: Event<S>, out: &mut Vec<WireEvent>) -> Option<Outcome> {
-        let ns = namespace(&event.namespace);
-        let step = event.step;
+        let Event { namespace: levels, step, kind, .. } = event;
+        let ns = namespace(&levels);
         let m = self.modes;
-        match event.kind {
+        // Step events of subgraphs come when the client asked for them (`events` mode asks the
+        // graph for them too, for its own use).
+        let shown_here = levels.is_empty() || m.subgraphs;
+        match kind {
             EventKind::Values(state) => {
                 self.values = to_wire(&state, self.fields);
+                if let Some(chains) = &mut self.chains {
+                    chains.values(&levels, &self.values);
+                }
                 if m.values {
                     out.push(named("values", &ns, self.values.clone()));
                 }
             }
             EventKind::SubgraphValues(mut values) => {
                 fields_to_wire(&mut values, self.fields);
-                if m.values {
+                if let Some(chains) = &mut self.chains {
+                    chains.values(&levels, &values);
+                }
+                if m.values && shown_here {
                     out.push(named("values", &ns, values));
                 }
             }
             EventKind::Update { node, update } => {
                 let update = to_wire(&update, self.fields);
                 let node = node_to_wire(&node);
+                if let Some(chains) = &mut self.chains {
+                    chains.task_updated(&levels, node, &update);
+                }
                 self.whole_messages(node, step, &ns, &update, out);
                 if m.updates {
                     out.push(named("updates", &ns, json!({ node: update })));
@@ -57,44 +93,91 @@ impl Translator {
             EventKind::SubgraphUpdate { node, mut update } => {
                 fields_to_wire(&mut update, self.fields);
                 let node = node_to_wire(&node);
-                self.whole_messages(node, step, &ns, &update, out);
-                if m.updates {
-                    out.push(named("updates", &ns, json!({ node: update })));
+                if let Some(chains) = &mut self.chains {
+                    chains.task_updated(&levels, node, &update);
+                }
+                if shown_here {
+                    self.whole_messages(node, step, &ns, &update, out);
+                    if m.updates {
+                        out.push(named("updates", &ns, json!({ node: update })));
+                    }
                 }
             }
-            EventKind::Custom { value, .. } if m.custom => out.push(named("custom", &ns, value)),
-            EventKind::Tool { node, event } if m.custom => {
-                let mut value = serde_json::to_value(&event).unwrap_or(Value::Null);
-                if let Value::Object(o) = &mut value {
-                    o.insert("node".into(), node.into());
+            EventKind::Custom { node, value } => {
+                if let Some(chains) = &self.chains {
+                    chains.custom(&levels, step, &node, value.clone(), out);
                 }
-                out.push(named("custom", &ns, json!({"type": "tool", "data": value})));
+                if m.custom {
+                    out.push(named("custom", &ns, value));
+                }
             }
-            EventKind::Message { node, message_id, delta } if m.messages => {
-                self.streamed.insert(message_id.clone());
-                let chunk = chunk(&message_id, &delta, &[]);
-                out.push(named("messages", &ns, json!([chunk, self.metadata(&node, step, &ns)])));
+            EventKind::Tool { node, event } => {
+                if let Some(chains) = &mut self.chains {
+                    chains.tool(&levels, step, &node, &event, out);
+                }
+                if m.custom {
+                    let mut value = serde_json::to_value(&event).unwrap_or(Value::Null);
+                    if let Value::Object(o) = &mut value {
+                        o.insert("node".into(), node.into());
+                    }
+                    out.push(named("custom", &ns, json!({"type": "tool", "data": value})));
+                }
             }
-            EventKind::ToolCallDelta { node, message_id, index, id, name, arguments } if m.messages => {
-                self.streamed.insert(message_id.clone());
-                let call =
-                    json!({"index": index, "id": id, "name": name, "args": arguments, "type": "tool_call_chunk"});
-                let chunk = chunk(&message_id, "", &[call]);
-                out.push(named("messages", &ns, json!([chunk, self.metadata(&node, step, &ns)])));
+            EventKind::Message { node, message_id, delta } => {
+                if let Some(chains) = &mut self.chains {
+                    chains.reply_piece(&levels, step, &node, &message_id, &delta, None, out);
+                }
+                if m.messages {
+                    let chunk = ai_chunk(&message_id, &delta, &[]);
+                    out.push(named("messages", &ns, json!([chunk, self.metadata(&node, step, &ns)])));
+                    self.streamed.insert(message_id);
+                }
+            }
+            EventKind::ToolCallDelta { node, message_id, index, id, name, arguments } => {
+                if let Some(chains) = &mut self.chains {
+                    let call = (index, id.as_deref(), name.as_deref(), arguments.as_str());
+                    chains.reply_piece(&levels, step, &node, &message_id, "", Some(call), out);
+                }
+                if m.messages {
+                    let call =
+                        json!({"index": index, "id": id, "name": name, "args": arguments, "type": "tool_call_chunk"});
+                    let chunk = ai_chunk(&message_id, "", &[call]);
+                    out.push(named("messages", &ns, json!([chunk, self.metadata(&node, step, &ns)])));
+                    self.streamed.insert(message_id);
+                }
+            }
+            EventKind::Usage { node, message_id, usage } => {
+                if let Some(chains) = &mut self.chains {
+                    chains.usage(&levels, step, &node, &message_id, usage, out);
+                }
             }
             EventKind::TaskStarted { node, task } => {
-                let name = node_to_wire(&node);
-                let payload = json!({"id": self.task_id(step, task), "name": name, "input": null, "triggers": []});
-                self.task_event("task", step, &ns, payload, out);
+                let node = node_to_wire(&node);
+                if let Some(chains) = &mut self.chains {
+                    chains.task_started(&levels, &ns, step, node, task, out);
+                }
+                if shown_here {
+                    let payload =
+                        json!({"id": task_id(&self.run_id, step, task), "name": node, "input": null, "triggers": []});
+                    self.task_event("task", step, &ns, payload, out);
+                }
             }
             EventKind::TaskFinished { node, task, error, interrupted, result } => {
-                let result = result.map(|r| pairs(to_wire(&r, self.fields))).unwrap_or_default();
-                let interrupts: Vec<Value> = if interrupted { vec![json!({"value": null})] } else { Vec::new() };
-                let payload = json!({"id": self.task_id(step, task), "name": node_to_wire(&node), "error": error,
-                    "interrupts": interrupts, "result": result});
-                self.task_event("task_result", step, &ns, payload, out);
+                let node = node_to_wire(&node);
+                let result = result.map(|r| to_wire(&r, self.fields));
+                if let Some(chains) = &mut self.chains {
+                    let stopped = error.is_some() || interrupted;
+                    chains.task_finished(&levels, step, node, task, result.clone(), stopped, out);
+                }
+                if shown_here {
+                    let result = result.map(pairs).unwrap_or_default();
+                    let interrupts: Vec<Value> = if interrupted { vec![json!({"value": null})] } else { Vec::new() };
+                    let payload = json!({"id": task_id(&self.run_id, step, task), "name": node, "error": error,
+                        "interrupts": interrupts, "result": result});
+                    self.task_event("task_result", step, &ns, payload, out);
+                }
             }
-            EventKind::Checkpoint { id, step: at, source } => {
+            EventKind::Checkpoint { id, step: at, source } if shown_here => {
                 let config =
                     json!({"configurable": {"thread_id": self.thread_id, "checkpoint_ns": "", "checkpoint_id": id}});
                 let payload = json!({"config": config, "metadata": {"step": at, "source": source.as_str()},
@@ -107,7 +190,11 @@ impl Translator {
                 }
             }
             EventKind::Finished { state, .. } => {
-                return Some(Outcome::Finished { values: to_wire(&state, self.fields) });
+                let values = to_wire(&state, self.fields);
+                if let Some(chains) = &mut self.chains {
+                    chains.end(values.clone(), out);
+                }
+                return Some(Outcome::Finished { values });
             }
             EventKind::Interrupted { state, interrupts } => {
                 let interrupts = shown(&interrupts);
@@ -115,7 +202,11 @@ impl Translator {
                 // or as values when the client did not ask for updates.
                 let pause = json!({"__interrupt__": interrupts});
                 out.push(named(if m.updates { "updates" } else { "values" }, "", pause));
-                return Some(Outcome::Interrupted { values: to_wire(&state, self.fields), interrupts });
+                let values = to_wire(&state, self.fields);
+                if let Some(chains) = &mut self.chains {
+                    chains.end(values.clone(), out);
+                }
+                return Some(Outcome::Interrupted { values, interrupts });
             }
             EventKind::Failed(error) => return Some(failed(&error)),
             EventKind::Cancelled => {
@@ -164,11 +255,6 @@ impl Translator {
         }
     }
 
-    fn task_id(&self, step: u64, task: u32) -> String {
-        let key = format!("{}:{step}:{task}", self.run_id);
-        uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).to_string()
-    }
-
     fn metadata(&self, node: &str, step: u64, ns: &str) -> Value {
         json!({
             "langgraph_node": node_to_wire(node),
@@ -209,17 +295,6 @@ fn namespace(levels: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join("|")
-}
-
-/// A streamed piece of a reply, as LangChain's `AIMessageChunk`.
-fn chunk(id: &str, text: &str, calls: &[Value]) -> Value {
-    let mut message = json!({"id": id, "role": "assistant", "content": text});
-    message_to_wire(&mut message);
-    if let Value::Object(m) = &mut message {
-        m.insert("type".into(), "AIMessageChunk".into());
-        m.insert("tool_call_chunks".into(), Value::Array(calls.to_vec()));
-    }
-    message
 }
 
 /// An update as the list of `[channel, value]` pairs LangGraph's task results carry.

@@ -134,6 +134,16 @@ fn stream_modes(m: Modes) -> StreamModes {
     add(m.tasks || m.debug, StreamMode::Tasks);
     add(m.checkpoints || m.debug, StreamMode::Checkpoints);
     add(m.subgraphs, StreamMode::Subgraphs);
+    // `events` tells every task, reply, tool call and write, subgraphs' included.
+    if m.events {
+        modes = modes
+            | StreamMode::Values
+            | StreamMode::Updates
+            | StreamMode::Messages
+            | StreamMode::Custom
+            | StreamMode::Tasks
+            | StreamMode::Subgraphs;
+    }
     modes
 }
 
@@ -169,15 +179,16 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Served for Handle<S,
     fn start(&self, spec: RunSpec) -> BoxFuture<'_, Result<BoxStream<'static, Emitted>, ApiError>> {
         Box::pin(async move {
             let cfg = Self::config(&spec)?;
+            let mut translator = Translator::new(&spec, S::MESSAGE_FIELDS);
+            let opening = translator.begin(|| spec.start.shown());
             let input = self.input(&cfg, spec.start).await?;
             let events = self.graph.stream(input, &cfg, stream_modes(spec.modes));
-            let mut translator = Translator::new(spec.modes, spec.run_id, spec.thread_id, S::MESSAGE_FIELDS);
             let emitted = events.flat_map(move |event| {
                 let mut out = Vec::new();
                 let done = translator.translate(event, &mut out);
                 stream::iter(out.into_iter().map(Emitted::Event).chain(done.map(Emitted::Done)))
             });
-            Ok(emitted.boxed())
+            Ok(stream::iter(opening.into_iter().map(Emitted::Event)).chain(emitted).boxed())
         })
     }
 

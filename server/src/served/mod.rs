@@ -1,5 +1,6 @@
 //! A graph as the server sees it: JSON in, JSON out, whatever its state and context types.
 
+mod chains;
 mod events;
 mod graph;
 mod snapshot;
@@ -23,6 +24,18 @@ pub(crate) enum Start {
     Command { resume: Option<Value>, update: Option<Value>, goto: Vec<String> },
 }
 
+impl Start {
+    /// What the run was given, as the `events` mode's root chain shows its input.
+    pub(crate) fn shown(&self) -> Value {
+        match self {
+            Self::Input(input) => input.clone(),
+            Self::Command { resume, update, goto } => {
+                serde_json::json!({"command": {"resume": resume, "update": update, "goto": goto}})
+            }
+        }
+    }
+}
+
 /// The stream modes a client asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[allow(clippy::struct_excessive_bools)] // one flag per mode of the wire protocol
@@ -34,6 +47,8 @@ pub(crate) struct Modes {
     pub(crate) tasks: bool,
     pub(crate) checkpoints: bool,
     pub(crate) debug: bool,
+    /// LangChain's run events (`astream_events`), built from the run's events.
+    pub(crate) events: bool,
     pub(crate) subgraphs: bool,
 }
 
@@ -42,6 +57,9 @@ pub(crate) struct Modes {
 pub(crate) struct RunSpec {
     pub(crate) thread_id: String,
     pub(crate) run_id: String,
+    /// The graph's name on this server, and the assistant the run was made with.
+    pub(crate) graph_id: String,
+    pub(crate) assistant_id: String,
     pub(crate) start: Start,
     pub(crate) modes: Modes,
     pub(crate) checkpoint_id: Option<String>,

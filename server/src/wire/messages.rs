@@ -74,6 +74,18 @@ pub(crate) fn message_to_wire(message: &mut Value) {
     *message = Value::Object(out);
 }
 
+/// A streamed piece of a reply, as LangChain's `AIMessageChunk`: its text and the pieces of tool
+/// calls it carries (`tool_call_chunks`).
+pub(crate) fn ai_chunk(id: &str, text: &str, calls: &[Value]) -> Value {
+    let mut message = json!({"id": id, "role": "assistant", "content": text});
+    message_to_wire(&mut message);
+    if let Value::Object(m) = &mut message {
+        m.insert("type".into(), "AIMessageChunk".into());
+        m.insert("tool_call_chunks".into(), Value::Array(calls.to_vec()));
+    }
+    message
+}
+
 fn call_to_wire(call: Value) -> Value {
     let Value::Object(mut c) = call else { return call };
     json!({
