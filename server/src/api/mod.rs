@@ -1,6 +1,8 @@
 //! The HTTP routes of the Agent Server API.
 
+mod a2a;
 mod assistants;
+mod mcp;
 mod page;
 mod respond;
 mod runs;
@@ -56,6 +58,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/store/items", put(store::put).get(store::get).delete(store::delete))
         .route("/store/items/search", post(store::search))
         .route("/store/namespaces", post(store::namespaces))
+        .merge(mcp::routes(&app))
+        .merge(a2a::routes())
         .fallback(system::not_found)
         // Bodies are read, and limited, by `wire::body::Body`.
         .layer(DefaultBodyLimit::disable())
