@@ -35,7 +35,9 @@ pub(super) fn read(params: &Map<String, Value>, dialect: Dialect) -> Result<Inco
     };
     let role = match message.get("role").and_then(Value::as_str) {
         Some(role) => Role::parse(role).ok_or_else(|| {
-            RpcError::invalid_params(format!("`message.role` must be user or agent (ROLE_USER or ROLE_AGENT), not {role:?}"))
+            RpcError::invalid_params(format!(
+                "`message.role` must be user or agent (ROLE_USER or ROLE_AGENT), not {role:?}"
+            ))
         })?,
         None => return Err(RpcError::invalid_params("`message.role` is required: user (ROLE_USER)")),
     };
@@ -101,14 +103,34 @@ fn read_part(part: &Value) -> Result<Read, RpcError> {
             _ => Err(RpcError::invalid_params("a text part needs `text`, a string")),
         },
         "data" => match part.get("data") {
-            Some(Value::Object(fields)) => Ok(Read::Data(fields.clone())),
-            _ => Err(RpcError::invalid_params("a data part's `data` must be an object: its fields become the run's input")),
+            Some(Value::Object(fields)) => {
+                Ok(Read::Data(fields.iter().map(|(k, v)| (k.clone(), whole_numbers(v))).collect()))
+            }
+            _ => Err(RpcError::invalid_params(
+                "a data part's `data` must be an object: its fields become the run's input",
+            )),
         },
         "file" | "url" | "raw" => Err(RpcError::new(
             code::CONTENT_TYPE_NOT_SUPPORTED,
             "file parts are not taken: send text (it becomes a message) or data (its fields become the input)",
         )),
         _ => Err(RpcError::invalid_params("a part must be text (`text`) or data (`data`)")),
+    }
+}
+
+/// `value` with every number that has no fraction written as an integer. A2A 1.0 carries data
+/// as protobuf's `Struct`, whose numbers are all doubles (`2.0`); a state's integer field takes
+/// `2` but not `2.0`, and a float field takes either.
+fn whole_numbers(value: &Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            #[allow(clippy::cast_precision_loss)] // the bounds only need to be near i64's
+            Some(f) if f.fract() == 0.0 && f.abs() < i64::MAX as f64 => Value::from(f as i64),
+            _ => value.clone(),
+        },
+        Value::Array(items) => items.iter().map(whole_numbers).collect(),
+        Value::Object(fields) => fields.iter().map(|(k, v)| (k.clone(), whole_numbers(v))).collect(),
+        other => other.clone(),
     }
 }
 
@@ -143,11 +165,12 @@ mod tests {
     #[test]
     fn both_versions_parts_are_read() {
         let p = params(json!({"message": {"messageId": "m", "role": "ROLE_USER",
-            "parts": [{"text": "a"}, {"kind": "text", "text": "b"}, {"data": {"x": 1, "resume": "yes"}}]},
+            "parts": [{"text": "a"}, {"kind": "text", "text": "b"}, {"data": {"x": 1.0, "y": [2.5, 3.0], "resume": "yes"}}]},
             "configuration": {"historyLength": 2, "returnImmediately": true}}));
         let read = read(&p, Dialect::V1).unwrap();
         assert_eq!(read.text.as_deref(), Some("a\nb"));
-        assert_eq!(read.data, params(json!({"x": 1})));
+        assert_eq!(read.data, params(json!({"x": 1, "y": [2.5, 3]})));
+        assert!(read.data["x"].is_i64());
         assert_eq!(read.resume, Some(json!("yes")));
         assert_eq!((read.history_length, read.blocking, read.role), (Some(2), false, Role::User));
     }
@@ -157,13 +180,28 @@ mod tests {
         let cases = [
             (json!({}), code::INVALID_PARAMS, "`params.message`"),
             (json!({"message": {"role": "user", "parts": []}}), code::INVALID_PARAMS, "messageId"),
-            (json!({"message": {"messageId": "m", "role": "boss", "parts": [{"text": "a"}]}}), code::INVALID_PARAMS, "role"),
+            (
+                json!({"message": {"messageId": "m", "role": "boss", "parts": [{"text": "a"}]}}),
+                code::INVALID_PARAMS,
+                "role",
+            ),
             (json!({"message": {"messageId": "m", "role": "user", "parts": []}}), code::INVALID_PARAMS, "empty"),
-            (json!({"message": {"messageId": "m", "role": "user", "parts": [{"data": [1]}]}}), code::INVALID_PARAMS, "parts[0]"),
-            (json!({"message": {"messageId": "m", "role": "user", "parts": [{"kind": "file", "file": {}}]}}),
-             code::CONTENT_TYPE_NOT_SUPPORTED, "file"),
-            (json!({"message": {"messageId": "m", "role": "user", "parts": [{"text": "a"}]},
-                    "configuration": {"historyLength": -1}}), code::INVALID_PARAMS, "historyLength"),
+            (
+                json!({"message": {"messageId": "m", "role": "user", "parts": [{"data": [1]}]}}),
+                code::INVALID_PARAMS,
+                "parts[0]",
+            ),
+            (
+                json!({"message": {"messageId": "m", "role": "user", "parts": [{"kind": "file", "file": {}}]}}),
+                code::CONTENT_TYPE_NOT_SUPPORTED,
+                "file",
+            ),
+            (
+                json!({"message": {"messageId": "m", "role": "user", "parts": [{"text": "a"}]},
+                    "configuration": {"historyLength": -1}}),
+                code::INVALID_PARAMS,
+                "historyLength",
+            ),
         ];
         for (given, expected, says) in cases {
             let error = read(&params(given.clone()), Dialect::V03).unwrap_err();

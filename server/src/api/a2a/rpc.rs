@@ -98,15 +98,23 @@ pub(super) async fn read(body: Body, limit: usize) -> Result<Call, (Value, RpcEr
     };
     let Value::Object(mut message) = message else {
         let what = if message.is_array() { "a batch of requests, which A2A does not use" } else { "not an object" };
-        return fail(&Value::Null, RpcError::new(code::INVALID_REQUEST, format!("the body is {what}: send one JSON-RPC request object")));
+        return fail(
+            &Value::Null,
+            RpcError::new(code::INVALID_REQUEST, format!("the body is {what}: send one JSON-RPC request object")),
+        );
     };
     let id = match message.remove("id") {
         Some(id @ (Value::String(_) | Value::Number(_))) => id,
         None | Some(Value::Null) => {
-            let error = RpcError::new(code::INVALID_REQUEST, "the request has no `id`: every A2A method answers, so each request needs one");
+            let error = RpcError::new(
+                code::INVALID_REQUEST,
+                "the request has no `id`: every A2A method answers, so each request needs one",
+            );
             return fail(&Value::Null, error);
         }
-        Some(_) => return fail(&Value::Null, RpcError::new(code::INVALID_REQUEST, "`id` must be a string or a number")),
+        Some(_) => {
+            return fail(&Value::Null, RpcError::new(code::INVALID_REQUEST, "`id` must be a string or a number"));
+        }
     };
     if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return fail(&id, RpcError::new(code::INVALID_REQUEST, "`jsonrpc` must be \"2.0\""));
@@ -137,15 +145,29 @@ fn method_of(name: &str) -> Result<(Method, Dialect), RpcError> {
         "SendStreamingMessage" => (Method::Stream, Dialect::V1),
         "GetTask" => (Method::GetTask, Dialect::V1),
         "CancelTask" => (Method::CancelTask, Dialect::V1),
-        push if push.starts_with("tasks/pushNotificationConfig/") || push.ends_with("TaskPushNotificationConfig") || push == "ListTaskPushNotificationConfigs" => {
-            return Err(RpcError::new(code::PUSH_NOTIFICATION_NOT_SUPPORTED, "push notifications are not offered: stream the task (message/stream) or poll it (tasks/get)"));
+        push if push.starts_with("tasks/pushNotificationConfig/")
+            || push.ends_with("TaskPushNotificationConfig")
+            || push == "ListTaskPushNotificationConfigs" =>
+        {
+            return Err(RpcError::new(
+                code::PUSH_NOTIFICATION_NOT_SUPPORTED,
+                "push notifications are not offered: stream the task (message/stream) or poll it (tasks/get)",
+            ));
         }
         "tasks/resubscribe" | "SubscribeToTask" | "tasks/list" | "ListTasks" => {
-            return Err(RpcError::new(code::UNSUPPORTED_OPERATION, format!("{name} is not offered: poll a task with tasks/get")));
+            return Err(RpcError::new(
+                code::UNSUPPORTED_OPERATION,
+                format!("{name} is not offered: poll a task with tasks/get"),
+            ));
         }
         other => {
             let shown: String = other.chars().take(100).collect();
-            return Err(RpcError::new(code::METHOD_NOT_FOUND, format!("no method {shown:?}: this agent answers message/send, message/stream, tasks/get and tasks/cancel (or SendMessage, SendStreamingMessage, GetTask and CancelTask)")));
+            return Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!(
+                    "no method {shown:?}: this agent answers message/send, message/stream, tasks/get and tasks/cancel (or SendMessage, SendStreamingMessage, GetTask and CancelTask)"
+                ),
+            ));
         }
     })
 }

@@ -93,7 +93,10 @@ pub(super) async fn begin(
 async fn continued(app: &App, assistant_id: &str, task_id: &str, context_id: Option<&str>) -> Result<Task, RpcError> {
     let found = task::find(app, assistant_id, task_id).await?;
     let Some(task) = found.filter(|t| context_id.is_none_or(|c| c == t.context_id)) else {
-        return Err(RpcError::new(code::TASK_NOT_FOUND, format!("no task {task_id:?} of this agent (in this context)")));
+        return Err(RpcError::new(
+            code::TASK_NOT_FOUND,
+            format!("no task {task_id:?} of this agent (in this context)"),
+        ));
     };
     if task.state.is_terminal() {
         return Err(RpcError::new(
@@ -125,7 +128,10 @@ pub(super) async fn send(
     let begun = begin(app, assistant, params, dialect, false).await?;
     let outcome = if begun.incoming.blocking { Some(begun.accepted.live.done().await) } else { None };
     let Some(task) = task::find(app, &begun.assistant_id, &begun.task_id).await? else {
-        return Err(RpcError::new(code::INTERNAL_ERROR, format!("task {} is gone: its thread was deleted", begun.task_id)));
+        return Err(RpcError::new(
+            code::INTERNAL_ERROR,
+            format!("task {} is gone: its thread was deleted", begun.task_id),
+        ));
     };
     let view = task.view(begun.incoming.history_length, failure(outcome.as_ref()).as_deref());
     Ok(dialect.task_result(&view))

@@ -36,7 +36,8 @@ pub(super) async fn stream(
     let (tx, rx) = mpsc::channel(64);
     // The run goes on if the client leaves; its task can be read with tasks/get.
     tokio::spawn(Events { app, id, dialect, tx }.send_all(begun));
-    let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<Bytes, Infallible>(b), rx)) });
+    let body =
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<Bytes, Infallible>(b), rx)) });
     rpc::event_stream(Body::from_stream(body))
 }
 
@@ -60,9 +61,13 @@ impl Events {
         let sent = Said {
             id: incoming.message_id.clone(),
             role: incoming.role,
-            parts: incoming.text.iter().cloned().map(Part::Text).chain(
-                (!incoming.data.is_empty()).then(|| Part::Data(Value::Object(incoming.data.clone()))),
-            ).collect(),
+            parts: incoming
+                .text
+                .iter()
+                .cloned()
+                .map(Part::Text)
+                .chain((!incoming.data.is_empty()).then(|| Part::Data(Value::Object(incoming.data.clone()))))
+                .collect(),
             task_id: Some(task_id.clone()),
         };
         let submitted = TaskView {
@@ -102,7 +107,8 @@ impl Events {
         let task = match found {
             Ok(Some(task)) => task,
             Ok(None) => {
-                let error = RpcError::new(code::INTERNAL_ERROR, format!("task {task_id} is gone: its thread was deleted"));
+                let error =
+                    RpcError::new(code::INTERNAL_ERROR, format!("task {task_id} is gone: its thread was deleted"));
                 self.tx.send(rpc::error_event(&self.id, &error)).await.ok();
                 return;
             }
@@ -139,7 +145,10 @@ mod tests {
     #[test]
     fn only_the_agents_text_is_streamed() {
         assert_eq!(streamed_text(r#"[{"type": "AIMessageChunk", "content": "Hel"}, {}]"#).as_deref(), Some("Hel"));
-        assert_eq!(streamed_text(r#"[{"type": "ai", "content": [{"type": "text", "text": "lo"}]}, {}]"#).as_deref(), Some("lo"));
+        assert_eq!(
+            streamed_text(r#"[{"type": "ai", "content": [{"type": "text", "text": "lo"}]}, {}]"#).as_deref(),
+            Some("lo")
+        );
         assert_eq!(streamed_text(r#"[{"type": "tool", "content": "4 °C"}, {}]"#), None);
         assert_eq!(streamed_text(r#"[{"type": "AIMessageChunk", "content": ""}, {}]"#), None);
         assert_eq!(streamed_text("not json"), None);

@@ -89,9 +89,9 @@ impl Task {
             task_id: Some(self.id.clone()),
         };
         let message = match self.state {
-            TaskState::Failed => {
-                Some(said(failure.map_or_else(|| "the run failed".to_owned(), |reason| format!("the run failed: {reason}"))))
-            }
+            TaskState::Failed => Some(said(
+                failure.map_or_else(|| "the run failed".to_owned(), |reason| format!("the run failed: {reason}")),
+            )),
             TaskState::Canceled => Some(said("the task was cancelled".to_owned())),
             _ => None,
         };
@@ -106,7 +106,11 @@ impl Task {
                     // A graph without messages answers with its output values.
                     vec![Part::Data(values.clone())]
                 };
-                vec![Artifact { id: format!("reply-{}", latest["run_id"].as_str().unwrap_or_default()), name: "reply", parts }]
+                vec![Artifact {
+                    id: format!("reply-{}", latest["run_id"].as_str().unwrap_or_default()),
+                    name: "reply",
+                    parts,
+                }]
             }
             TaskState::InputRequired => vec![Artifact {
                 id: format!("question-{}", latest["run_id"].as_str().unwrap_or_default()),
@@ -191,7 +195,12 @@ impl Task {
 /// The agent's reply in a turn: its last message with text after the user's last.
 fn reply(messages: &[Value]) -> String {
     let turn = messages.iter().rposition(is_user).map_or(messages, |at| &messages[at + 1..]);
-    turn.iter().rev().filter(|m| m["type"] == "ai").map(|m| text_of(&m["content"])).find(|t| !t.is_empty()).unwrap_or_default()
+    turn.iter()
+        .rev()
+        .filter(|m| m["type"] == "ai")
+        .map(|m| text_of(&m["content"]))
+        .find(|t| !t.is_empty())
+        .unwrap_or_default()
 }
 
 fn is_user(message: &Value) -> bool {

@@ -46,8 +46,15 @@ pub(super) async fn cancel(
 ) -> Result<Value, RpcError> {
     let task = named(app, assistant, params).await?;
     if task.state.is_terminal() || task.state == TaskState::InputRequired {
-        let why = if task.state == TaskState::InputRequired { "waits for an answer: no run of it is in flight" } else { "has ended" };
-        return Err(RpcError::new(code::TASK_NOT_CANCELABLE, format!("task {} {why} ({})", task.id, task.state.name())));
+        let why = if task.state == TaskState::InputRequired {
+            "waits for an answer: no run of it is in flight"
+        } else {
+            "has ended"
+        };
+        return Err(RpcError::new(
+            code::TASK_NOT_CANCELABLE,
+            format!("task {} {why} ({})", task.id, task.state.name()),
+        ));
     }
     let run = task.runs[0]["run_id"].as_str().unwrap_or_default().to_owned();
     app.cancel_run(&run, Cancel::Interrupt).await?;
@@ -55,8 +62,8 @@ pub(super) async fn cancel(
         live.done().await;
     }
     let assistant_id = task.runs[0]["assistant_id"].as_str().unwrap_or_default().to_owned();
-    let task = task::find(app, &assistant_id, &task.id)
-        .await?
-        .ok_or_else(|| RpcError::new(code::TASK_NOT_FOUND, format!("task {} is gone: its thread was deleted", task.id)))?;
+    let task = task::find(app, &assistant_id, &task.id).await?.ok_or_else(|| {
+        RpcError::new(code::TASK_NOT_FOUND, format!("task {} is gone: its thread was deleted", task.id))
+    })?;
     Ok(dialect.task(&task.view(None, None)))
 }

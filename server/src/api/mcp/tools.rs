@@ -40,11 +40,9 @@ pub(super) async fn list(app: &App) -> Result<Vec<Listed>, ApiError> {
                 assistant["graph_id"].as_str().unwrap_or_default()
             ),
         };
-        let annotations =
-            ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(true);
-        let tool = Tool::new(name, description, Arc::new(input_schema(graph)))
-            .with_title(title)
-            .with_annotations(annotations);
+        let annotations = ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(true);
+        let tool =
+            Tool::new(name, description, Arc::new(input_schema(graph))).with_title(title).with_annotations(annotations);
         listed.push(Listed { tool, assistant_id: id, message_fields: graph.message_fields() });
     }
     Ok(listed)
