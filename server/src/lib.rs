@@ -52,7 +52,7 @@
 //! others.
 //!
 //! Each assistant is also a tool of the MCP server at `/mcp` (streamable HTTP: a call runs the
-//! assistant and answers with its output values) and an agent of the Agent2Agent protocol at
+//! assistant and answers with its output values) and an agent of the `Agent2Agent` protocol at
 //! `/a2a/{assistant_id}` (JSON-RPC: a message runs the assistant on the thread its `contextId`
 //! names), with its agent card at `/a2a/{assistant_id}/.well-known/agent-card.json`.
 //!
