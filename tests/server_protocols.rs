@@ -232,7 +232,8 @@ async fn mcp_refuses_pages_of_other_sites() {
         assert_eq!(status, 403, "Host {host}, Origin {origin:?}: {body}");
     }
 
-    let wildcard = serve(dir.path(), "0.0.0.0").await;
+    let other = tempfile::tempdir().unwrap();
+    let wildcard = serve(other.path(), "0.0.0.0").await;
     let loopback = SocketAddr::from(([127, 0, 0, 1], wildcard.port()));
     let (status, body) = initialize(loopback, &loopback.to_string(), None).await;
     assert_eq!(status, 200, "{body}");
