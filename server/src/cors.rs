@@ -287,7 +287,8 @@ fn allowed(rules: &[OriginRule], origin: &HeaderValue) -> bool {
     parsed.is_some_and(|origin| rules.iter().any(|rule| rule.matches(&origin)))
 }
 
-/// Refuses requests sent by pages of origins that are neither allowed nor the server's own.
+/// Refuses requests sent by pages of origins that are neither allowed nor the server's own
+/// address.
 #[derive(Clone)]
 pub(crate) struct OriginGuard {
     /// `None`: every origin is allowed.
@@ -316,7 +317,10 @@ impl OriginGuard {
 }
 
 /// Whether `origin` is the server's own address as the browser reached it (its `Host`): the
-/// chat page at `/` calls the API from there, whatever address the server is bound to.
+/// chat page at `/` calls the API from there, whatever address the server is bound to. Only for
+/// a host that is `localhost` or an IP address: a page on a DNS name that an attacker made
+/// resolve to this machine (DNS rebinding) would otherwise pass as the server's own. A page
+/// served under a DNS name is let in by adding its origin to [`Cors`].
 fn same_origin(request: &Request, origin: &HeaderValue) -> bool {
     let (Some(host), Some(origin)) = (request.headers().get(HOST), origin.to_str().ok().and_then(Origin::parse)) else {
         return false;
@@ -324,8 +328,11 @@ fn same_origin(request: &Request, origin: &HeaderValue) -> bool {
     let Some(host) = host.to_str().ok().and_then(|h| format!("{}://{h}", origin.scheme).parse::<Uri>().ok()) else {
         return false;
     };
+    let Some(name) = host.host() else { return false };
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    let rebindable = !(name.eq_ignore_ascii_case("localhost") || bare.parse::<std::net::IpAddr>().is_ok());
     let port = host.port_u16().unwrap_or(if origin.scheme == "https" { 443 } else { 80 });
-    host.host().is_some_and(|h| h.eq_ignore_ascii_case(&origin.host)) && port == origin.port
+    !rebindable && name.eq_ignore_ascii_case(&origin.host) && port == origin.port
 }
 
 #[cfg(test)]
@@ -394,7 +401,13 @@ mod tests {
                 .unwrap()
         };
         assert!(guard.admits(&request("10.0.0.5:2024", "http://10.0.0.5:2024")));
-        assert!(guard.admits(&request("agents.example.com", "http://agents.example.com")));
+        assert!(guard.admits(&request("localhost:2024", "http://localhost:2024")));
+        assert!(guard.admits(&request("[::1]:2024", "http://[::1]:2024")));
+        // A DNS name may have been made to point here by the page's own author: it must be
+        // allowed by name.
+        assert!(!guard.admits(&request("rebound.example:2024", "http://rebound.example:2024")));
+        let (_, named) = Cors::none().allow_origin("http://agents.example.com").build().unwrap();
+        assert!(named.admits(&request("agents.example.com", "http://agents.example.com")));
         assert!(!guard.admits(&request("10.0.0.5:2024", "http://10.0.0.5:3000")));
         assert!(!guard.admits(&request("10.0.0.5:2024", "https://evil.example")));
         let no_origin = Request::builder().uri("/threads").body(axum::body::Body::empty()).unwrap();

@@ -55,6 +55,11 @@
 //! thread; each server process runs a scheduler, and with PostgreSQL each firing is made by
 //! exactly one process.
 //!
+//! Each assistant is also a tool of the MCP server at `/mcp` (streamable HTTP: a call runs the
+//! assistant and answers with its output values) and an agent of the `Agent2Agent` protocol at
+//! `/a2a/{assistant_id}` (JSON-RPC: a message runs the assistant on the thread its `contextId`
+//! names), with its agent card at `/a2a/{assistant_id}/.well-known/agent-card.json`.
+//!
 //! What is served, and where it differs from LangGraph's server, is listed in the
 //! repository's README.
 

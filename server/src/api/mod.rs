@@ -1,7 +1,9 @@
 //! The HTTP routes of the Agent Server API.
 
+mod a2a;
 mod assistants;
 mod crons;
+mod mcp;
 mod page;
 mod respond;
 mod runs;
@@ -62,6 +64,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/store/items", put(store::put).get(store::get).delete(store::delete))
         .route("/store/items/search", post(store::search))
         .route("/store/namespaces", post(store::namespaces))
+        .merge(mcp::routes(&app))
+        .merge(a2a::routes())
         // After routing, so each request is counted under its route's pattern.
         .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&app), system::count_request))
         .fallback(system::not_found)

@@ -156,6 +156,10 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Served for Handle<S,
         self.schemas.clone()
     }
 
+    fn message_fields(&self) -> &'static [&'static str] {
+        S::MESSAGE_FIELDS
+    }
+
     fn validate(&self, spec: &RunSpec) -> Result<(), ApiError> {
         Self::config(spec)?;
         let nodes = self.graph.drawing().nodes;

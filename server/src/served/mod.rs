@@ -109,6 +109,8 @@ pub(crate) trait Served: Send + Sync + 'static {
     fn drawing(&self) -> Drawing;
     /// Its input, state and context schemas.
     fn schemas(&self) -> Schemas;
+    /// The state fields that hold chat messages (`State::MESSAGE_FIELDS`).
+    fn message_fields(&self) -> &'static [&'static str];
     /// Checks a run's input and context before the run is accepted.
     fn validate(&self, spec: &RunSpec) -> Result<(), ApiError>;
     /// Starts a run; dropping the stream cancels it.
