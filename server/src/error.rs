@@ -86,8 +86,18 @@ impl From<rusqlite::Error> for ApiError {
 }
 
 impl From<graphwright::StoreError> for ApiError {
+    /// A namespace, key or query the store cannot take is the client's mistake (an empty
+    /// namespace a 400, as LangGraph answers it, the rest a 422); the store failing is the
+    /// server's.
     fn from(error: graphwright::StoreError) -> Self {
-        Self::Storage(error.to_string())
+        use graphwright::StoreError;
+        match &error {
+            StoreError::InvalidNamespace { namespace, .. } if namespace.is_empty() => Self::BadRequest(error.to_string()),
+            StoreError::InvalidNamespace { .. } | StoreError::InvalidKey { .. } | StoreError::InvalidQuery { .. } => {
+                Self::Invalid(error.to_string())
+            }
+            _ => Self::Storage(error.to_string()),
+        }
     }
 }
 
