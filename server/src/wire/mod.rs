@@ -1,5 +1,6 @@
 //! The HTTP side of the protocol: bodies, query strings, SSE framing, message shapes.
 
 pub(crate) mod body;
+pub(crate) mod message_schema;
 pub(crate) mod messages;
 pub(crate) mod sse;
