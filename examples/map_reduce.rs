@@ -7,11 +7,12 @@
 //! Run it with `cargo run --example map_reduce`.
 
 use graphwright::prelude::*;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// One document to count the words of.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Doc {
     /// Where the document came from.
     pub title: String,

@@ -11,7 +11,9 @@
 //! ```
 //!
 //! With a PostgreSQL URL, start as many processes as you like on the same database: they share
-//! threads, runs and the store.
+//! threads, runs and the store. `/assistants/chat/schemas` describes a graph's input, output and
+//! state with JSON Schemas made from its `#[state]` (the doc comments below become their
+//! descriptions), for front ends that draw a form for a run's input.
 //!
 //! Then, from Python (`pip install langgraph-sdk`):
 //!

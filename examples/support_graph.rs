@@ -5,6 +5,7 @@
 //! Run it with `cargo run --example support_graph`.
 
 use graphwright::prelude::*;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What the run knows but no model may see.
@@ -14,7 +15,7 @@ pub struct Ctx {
 }
 
 /// What the planner decided to look up.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     /// The words to search for.
     pub query: String,
@@ -23,7 +24,7 @@ pub struct Plan {
 }
 
 /// The lookup the tool router picked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Lookup {
     /// Search the help-centre articles.
     Articles,

@@ -2,11 +2,12 @@
 
 use graphwright::log::{CapturePolicy, LogEntryKind, MemoryLog};
 use graphwright::prelude::*;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Arc;
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 struct Account {
     name: String,
     password: String,

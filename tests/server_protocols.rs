@@ -85,13 +85,12 @@ mod slow {
     }
 }
 
-/// Adds two numbers; no messages. Served with its schemas, so its tool has a real input schema.
+/// Adds two numbers; no messages: its tool's input schema is the state's.
 #[graph]
 mod adder {
     use graphwright::prelude::*;
 
     #[state]
-    #[derive(schemars::JsonSchema)]
     pub struct State {
         /// The first number.
         pub a: i64,
@@ -137,7 +136,7 @@ async fn serve(dir: &std::path::Path, host: &str) -> SocketAddr {
         .graph("chat", chat::graph().compile().unwrap())
         .graph("ask", ask::graph().compile().unwrap())
         .graph("slow", slow::graph().compile().unwrap())
-        .graph_with_schemas("adder", adder::graph().compile().unwrap())
+        .graph("adder", adder::graph().compile().unwrap())
         .graph("broken", broken::graph().compile().unwrap())
         .sqlite(dir.join("server.db"));
     let bound = server.bind(format!("{host}:0")).await.unwrap();

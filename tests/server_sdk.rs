@@ -168,6 +168,65 @@ mod inner {
     }
 }
 
+/// Who ships a parcel: the run's context.
+#[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct Shipper {
+    /// The account that pays.
+    pub account: String,
+}
+
+/// Prices a parcel: a state with one field of each kind a form draws (numbers, text, an enum,
+/// an optional, a nested struct), each with a doc comment, and a context.
+#[graph(context = super::Shipper)]
+mod shipping {
+    use graphwright::prelude::*;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// How fast a parcel goes.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Speed {
+        #[default]
+        Standard,
+        Express,
+    }
+
+    /// Where a parcel goes.
+    #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+    pub struct Address {
+        /// The street and number.
+        pub street: String,
+        /// The city.
+        pub city: String,
+    }
+
+    /// A parcel to price.
+    #[state]
+    pub struct State {
+        /// The weight in grams.
+        pub grams: u32,
+        /// What is inside.
+        pub contents: String,
+        /// How fast it goes.
+        pub speed: Speed,
+        /// The declared value, when it is insured.
+        pub insured_value: Option<f64>,
+        /// Where it goes.
+        pub to: Address,
+        /// The price in cents, once computed, and who pays it.
+        #[reducer(append)]
+        pub quotes: Vec<String>,
+    }
+
+    #[node(entry, next = END)]
+    fn quote(state: &State, rt: &Runtime<super::Shipper>) -> StateUpdate {
+        let rate = if state.speed == Speed::Express { 3 } else { 1 };
+        let cents = u64::from(state.grams) * rate;
+        StateUpdate::new().quotes(vec![format!("{cents} cents to {}, paid by {}", state.to.city, rt.context().account)])
+    }
+}
+
 impl From<&nested::State> for inner::State {
     fn from(parent: &nested::State) -> Self {
         Self { trail: parent.trail.clone() }
@@ -266,6 +325,7 @@ fn with_graphs(server: Server) -> Server {
             "forecast",
             graphwright::prebuilt::react_agent(Forecaster::default(), tools![Weather]).compile().unwrap(),
         )
+        .graph("shipping", shipping::graph().compile().unwrap())
         .body_limit(1024 * 1024)
 }
 

@@ -1,7 +1,10 @@
 //! `#[state]`: the state struct, its update type, and the reducer wiring.
 
+mod derives;
+
 use crate::ctxt::Ctxt;
 use crate::paths::private;
+use derives::{serde_hooks, with_derives};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -428,97 +431,6 @@ fn fold(field: &Field) -> TokenStream {
             }
         }
     }
-}
-
-/// The struct with `Clone, Debug, Default, Serialize, Deserialize` derived, skipping any the
-/// user already derives, and `#[serde(deny_unknown_fields)]`: a stored state must hold exactly
-/// the struct's fields, so a record of another shape is an error, never a state quietly filled
-/// with defaults (a field added later can opt in with its own `#[serde(default)]`). A struct
-/// with a `#[serde(flatten)]` field keeps serde's default, which `deny_unknown_fields` does not
-/// support. The attributes go after the user's, so a `#[serde]` helper never precedes its derive.
-fn with_derives(item: &ItemStruct) -> TokenStream {
-    let p = private();
-    let present: Vec<String> = item
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("derive"))
-        .flat_map(|a| {
-            a.parse_args_with(syn::punctuated::Punctuated::<Path, syn::Token![,]>::parse_terminated).map_or_else(
-                |_| Vec::new(),
-                |paths| paths.into_iter().filter_map(|p| p.segments.last().map(|s| s.ident.to_string())).collect(),
-            )
-        })
-        .collect();
-    let wanted = [
-        ("Clone", quote!(::core::clone::Clone)),
-        ("Debug", quote!(::core::fmt::Debug)),
-        ("Default", quote!(::core::default::Default)),
-        ("Serialize", quote!(#p::serde::Serialize)),
-        ("Deserialize", quote!(#p::serde::Deserialize)),
-    ];
-    let derives: Vec<&TokenStream> =
-        wanted.iter().filter(|(n, _)| !present.iter().any(|p| p == n)).map(|(_, path)| path).collect();
-    let mut item = item.clone();
-    if let Fields::Named(fields) = &mut item.fields {
-        for field in fields.named.iter_mut().filter(|f| !has_own_serde_hooks(&f.attrs)) {
-            let hooks = serde_hooks(&field.ty, "serialize_field", "deserialize_field");
-            field.attrs.push(syn::parse_quote!(#hooks));
-        }
-    }
-    if !derives.is_empty() {
-        item.attrs.push(syn::parse_quote!(#[derive(#(#derives),*)]));
-    }
-    item.attrs.push(syn::parse_quote!(#[serde(crate = "::graphwright::__private::serde")]));
-    if !serde_word(&item.attrs, "deny_unknown_fields") && !has_flatten(&item) {
-        item.attrs.push(syn::parse_quote!(#[serde(deny_unknown_fields)]));
-    }
-    quote!(#item)
-}
-
-/// `#[serde(serialize_with = .., deserialize_with = ..)]` naming `StateField`'s functions, spanned
-/// at the field's type: every place serde needs the type's impls asks for `StateField` there,
-/// so a type without them is one error under the type, with `StateField`'s message.
-fn serde_hooks(ty: &Type, serialize: &str, deserialize: &str) -> TokenStream {
-    let span = ty.span();
-    // The type is named in the path so the trait is asked of it right there, at the type's span
-    // (inferred from the argument, rustc would report it under the derive instead).
-    let of = |function: &str| {
-        let path = format!("<{} as ::graphwright::__private::StateField>::{function}", quote!(#ty));
-        syn::LitStr::new(&path, span)
-    };
-    let (serialize, deserialize) = (of(serialize), of(deserialize));
-    quote_spanned!(span=> #[serde(serialize_with = #serialize, deserialize_with = #deserialize)])
-}
-
-/// Whether a field already says how serde handles it (its own `with` functions, skipped, or
-/// flattened), so the generated hooks would clash with the user's.
-fn has_own_serde_hooks(attrs: &[Attribute]) -> bool {
-    ["with", "serialize_with", "deserialize_with", "skip", "skip_serializing", "skip_deserializing", "flatten"]
-        .iter()
-        .any(|word| serde_word(attrs, word))
-}
-
-/// Whether one of `attrs` is a `#[serde(..)]` naming `word`.
-fn serde_word(attrs: &[Attribute], word: &str) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
-        let mut found = false;
-        let _ = a.parse_nested_meta(|meta| {
-            found |= meta.path.is_ident(word);
-            // Skip a value (`rename = ".."`) so that parsing goes on to the next item.
-            if meta.input.peek(syn::Token![=]) {
-                meta.value()?.parse::<syn::Expr>()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                meta.parse_nested_meta(|_| Ok(()))?;
-            }
-            Ok(())
-        });
-        found
-    })
-}
-
-/// Whether a field of the struct is `#[serde(flatten)]`.
-fn has_flatten(item: &ItemStruct) -> bool {
-    item.fields.iter().any(|f| serde_word(&f.attrs, "flatten"))
 }
 
 fn unraw(ident: &Ident) -> String {

@@ -6,9 +6,12 @@
 //! (`serialize_with` / `deserialize_with`, spanned at the field's type), so every place that
 //! needs the field's serde impls asks for the same trait at the same span, and rustc reports the
 //! missing impl once, with this trait's message, instead of once per use in serde's generated
-//! code.
+//! code. The state's JSON Schema reaches each field's schema the same way, through
+//! [`field_schema`] and [`StateFieldSchema`] (`#[schemars(schema_with = ..)]`, spanned at the
+//! field's type).
 
 use crate::state::Write;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -66,4 +69,26 @@ impl<T: Serialize + DeserializeOwned> StateField for T {
     fn encode_write(write: &Write<Self>, out: &mut Vec<u8>) -> bool {
         crate::pregel::codec::encode_write(out, write)
     }
+}
+
+/// A type a state field may have, as far as the state's JSON Schema goes: the server describes
+/// the state to front ends (forms for a run's input) with the schemas of its fields.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a state field: it has no JSON Schema",
+    label = "this field's type must implement `schemars::JsonSchema`",
+    note = "the server shows front ends the state's JSON Schema, made of its fields' schemas; derive \
+            one on your type: `#[derive(schemars::JsonSchema)]` (with `schemars = \"1\"` in your \
+            dependencies), or give the field the schema of a type that has one, e.g. \
+            `#[schemars(with = \"String\")]`"
+)]
+pub trait StateFieldSchema: JsonSchema {}
+
+#[diagnostic::do_not_recommend]
+impl<T: JsonSchema> StateFieldSchema for T {}
+
+/// The schema of a state field of type `T`, exactly the one schemars gives `T` in place (a
+/// `$ref` to its definition for a named type): `#[state]` names it in each field's
+/// `#[schemars(schema_with = ..)]`, so that the bound is asked once, under the field's type.
+pub fn field_schema<T: StateFieldSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
 }

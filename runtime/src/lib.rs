@@ -158,7 +158,7 @@ pub mod prelude {
 /// Support for generated code. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::field::StateField;
+    pub use crate::field::{StateField, StateFieldSchema, field_schema};
     pub use crate::graph::{FullUpdate, SubgraphState};
     pub use crate::graph::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, StateGraph, take_payload};
     pub use crate::node::{
@@ -172,6 +172,7 @@ pub mod __private {
     };
     pub use crate::tool::{Tool, ToolFuture, ToolRuntime};
     pub use crate::{END, NodePolicy, Runtime};
+    pub use schemars;
     pub use serde;
     pub use serde_json;
     pub use std::boxed::Box;

@@ -4,10 +4,11 @@
 //! turns, assistant turns (text and [`ToolCall`]s), and tool results. The fields that only some
 //! kinds use are empty on the others and left out of the JSON form.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Who wrote a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Instructions to the model.
@@ -39,7 +40,8 @@ pub enum Role {
 /// let broken = ToolCall::from_text("call_2", "weather", r#"{"city": "Oslo""#);
 /// assert_eq!(broken.arguments, json!(r#"{"city": "Oslo""#));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "A tool call the model asked for, inside an assistant message.")]
 pub struct ToolCall {
     /// The id the model gave the call; the tool's result message carries it back.
     pub id: String,
@@ -84,7 +86,8 @@ impl ToolCall {
 ///     assert_eq!(serde_json::from_str::<Message>(&json).unwrap(), message);
 /// }
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "One chat message.")]
 pub struct Message {
     /// A stable id; the `messages` reducer replaces a message whose id it already holds, and
     /// gives a fresh id to a message that has none.

@@ -2,6 +2,7 @@
 //!
 //! `#[state]` implements these traits; the runtime only ever talks to a state through them.
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt::Debug;
@@ -9,7 +10,29 @@ use std::fmt::Debug;
 /// A graph's state: one struct whose fields each have a reducer.
 ///
 /// Implemented by `#[state]`; writing it by hand is possible but rarely useful.
-pub trait State: Clone + Debug + Default + Serialize + DeserializeOwned + Send + Sync + 'static {
+///
+/// A state describes itself with a JSON Schema ([`JsonSchema`], which `#[state]` derives: field
+/// doc comments become property descriptions, the struct's doc comment the schema's
+/// description). Nothing computes it during a run; the HTTP server asks for it when a client
+/// wants to draw a form for the graph's input.
+///
+/// ```
+/// use graphwright::prelude::*;
+///
+/// /// A count of visits.
+/// #[state]
+/// struct Visits {
+///     /// Who came, in order.
+///     #[reducer(append)]
+///     names: Vec<String>,
+/// }
+///
+/// let schema = schemars::schema_for!(Visits).to_value();
+/// assert_eq!(schema["description"], "A count of visits.");
+/// assert_eq!(schema["properties"]["names"]["description"], "Who came, in order.");
+/// assert_eq!(schema["required"], json!(["names"]));
+/// ```
+pub trait State: Clone + Debug + Default + Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static {
     /// The partial update nodes return (`{State}Update`).
     type Update: Update<State = Self>;
 

@@ -92,7 +92,9 @@ impl From<graphwright::StoreError> for ApiError {
     fn from(error: graphwright::StoreError) -> Self {
         use graphwright::StoreError;
         match &error {
-            StoreError::InvalidNamespace { namespace, .. } if namespace.is_empty() => Self::BadRequest(error.to_string()),
+            StoreError::InvalidNamespace { namespace, .. } if namespace.is_empty() => {
+                Self::BadRequest(error.to_string())
+            }
             StoreError::InvalidNamespace { .. } | StoreError::InvalidKey { .. } | StoreError::InvalidQuery { .. } => {
                 Self::Invalid(error.to_string())
             }

@@ -6,7 +6,7 @@ use crate::error::ServerError;
 use crate::meta::sqlite::SqliteMeta;
 use crate::meta::{AssistantRow, Meta};
 use crate::runs::Runs;
-use crate::served::{self, Schemas, Served};
+use crate::served::{self, Served};
 use graphwright::store::SqliteStore;
 use graphwright::{Checkpointer, CompiledGraph, InMemoryStore, MemorySaver, SqliteSaver, State, Store};
 use serde::de::DeserializeOwned;
@@ -90,22 +90,18 @@ impl Server {
     /// Serves `graph` as `name`. Inputs and updates from clients are decoded into the state's
     /// update type (message fields also accept LangChain's message dicts), and a run's
     /// `context` (or `config.configurable`) into `C`.
+    ///
+    /// `/assistants/{id}/schemas` describes the graph with JSON Schemas made from its types, so
+    /// that front ends can draw a form for its input: the state's (which `#[state]` derives; its
+    /// message fields shown as LangChain messages) and the context's, which is why `C` must
+    /// implement `schemars::JsonSchema` (derive it on your context type; a graph without a
+    /// context has `()`, served as no context schema). They are made when a client first asks.
     pub fn graph<S, C>(self, name: impl Into<String>, graph: CompiledGraph<S, C>) -> Self
     where
         S: State,
-        C: DeserializeOwned + Send + Sync + 'static,
-    {
-        self.add(name.into(), served::erase(graph, Schemas::default()))
-    }
-
-    /// Serves `graph` as `name`, like [`graph`](Self::graph), and describes it at
-    /// `/assistants/{id}/schemas` with the JSON Schemas of its state and context types.
-    pub fn graph_with_schemas<S, C>(self, name: impl Into<String>, graph: CompiledGraph<S, C>) -> Self
-    where
-        S: State + schemars::JsonSchema,
         C: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static,
     {
-        self.add(name.into(), served::erase(graph, served::schemas_of::<S, C>()))
+        self.add(name.into(), served::erase(graph))
     }
 
     fn add(mut self, name: String, graph: Arc<dyn Served>) -> Self {

@@ -4,8 +4,8 @@ Usage: python sdk_scenarios.py http://127.0.0.1:PORT
 
 Each scenario exercises one part of the Agent Server API the way LangGraph users call it, and
 asserts what LangGraph's own server answers. The graphs (chat, approval, slow, broken, nested,
-and forecast: a ReAct agent over a model that streams and a weather tool) are served by
-tests/server_sdk.rs.
+forecast: a ReAct agent over a model that streams and a weather tool, and shipping) are served
+by tests/server_sdk.rs.
 """
 
 import asyncio
@@ -15,6 +15,7 @@ import sys
 import uuid
 
 import httpx
+from jsonschema import Draft202012Validator
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
@@ -54,6 +55,19 @@ async def refused(call, error, what):
 
 def events(parts, name):
     return [data for event, data in parts if event == name]
+
+
+def validator(schema):
+    """A validator of `schema`, once it is checked to be a valid JSON Schema (2020-12, the draft
+    LangGraph's schemas follow)."""
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def resolve(schema, sub):
+    """`sub`, or the definition of `schema` it refers to."""
+    ref = sub.get("$ref")
+    return schema["$defs"][ref.removeprefix("#/$defs/")] if ref else sub
 
 
 @scenario
@@ -693,6 +707,90 @@ async def store():
     assert spaces["namespaces"] == [["users", "ana"], ["users", "bo"]], spaces
     await client.store.delete_item(["users", "ana"], "prefs")
     assert await client.store.get_item(["users", "ana"], "prefs") is None
+
+
+@scenario
+async def schemas_describe_chat_messages():
+    schemas = await client.assistants.get_schemas("chat")
+    # No context type: no context schema (as LangGraph answers), and nothing to configure.
+    assert schemas["context_schema"] is None
+    assert schemas["config_schema"] == {"type": "object", "properties": {}, "additionalProperties": False}
+    validator(schemas["config_schema"])
+    inputs, output = schemas["input_schema"], schemas["output_schema"]
+    assert "required" not in inputs and output["required"] == ["messages"]
+    assert schemas["state_schema"] == output
+    # Message fields are described as LangChain messages, not as graphwright's Rust type.
+    assert inputs["properties"]["messages"]["type"] == "array"
+    written = resolve(inputs, inputs["properties"]["messages"]["items"])["anyOf"]
+    kinds = {k["properties"]["type"]["const"]: k for k in written if "type" in k.get("properties", {})}
+    assert {"human", "ai", "tool", "system"} <= kinds.keys(), kinds.keys()
+    assert kinds["human"]["required"] == ["type", "content"] and "content" in kinds["human"]["properties"]
+    given = resolve(output, output["properties"]["messages"]["items"])["oneOf"]
+    assert [k["properties"]["type"]["const"] for k in given] == ["human", "ai", "tool", "system"]
+    assert "tool_calls" in given[1]["properties"] and "tool_call_id" in given[2]["properties"]
+    for schema in (inputs, output):
+        assert not {"Message", "Role", "ToolCall"} & schema["$defs"].keys(), schema["$defs"].keys()
+    # What the scenarios send fits the input schema, and what comes back fits the output schema.
+    check_input, check_output = validator(inputs), validator(output)
+    sent = [
+        {"messages": [{"type": "human", "content": "hello"}]},
+        {"messages": [{"type": "human", "content": "what is the weather?", "id": "q1"}]},
+        {"messages": ["new", ["ai", "hi"]]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}]},
+    ]
+    for value in sent:
+        check_input.validate(value)
+        thread = await client.threads.create()
+        check_output.validate(await client.runs.wait(thread["thread_id"], "chat", input=value))
+        check_output.validate((await client.threads.get_state(thread["thread_id"]))["values"])
+    # What the input schema refuses, the server refuses too.
+    refused_inputs = [
+        {"messages": [{"type": "human", "content": "x"}], "bogus": 1},
+        {"messages": [{"type": "alien", "content": 1}]},
+        {"messages": "not a list"},
+    ]
+    for value in refused_inputs:
+        assert not check_input.is_valid(value), value
+        thread = await client.threads.create()
+        await expect_status(client.runs.wait(thread["thread_id"], "chat", input=value), 422)
+
+
+@scenario
+async def schemas_describe_typed_fields():
+    schemas = await client.assistants.get_schemas("shipping")
+    inputs, state = schemas["input_schema"], schemas["state_schema"]
+    fields = inputs["properties"]
+    assert fields["grams"] == {"type": "integer", "minimum": 0, "description": "The weight in grams."}, fields["grams"]
+    assert fields["contents"] == {"type": "string", "description": "What is inside."}
+    assert fields["speed"]["description"] == "How fast it goes."
+    speed = resolve(inputs, fields["speed"])
+    assert speed["enum"] == ["standard", "express"] and speed["description"] == "How fast a parcel goes."
+    assert fields["insured_value"]["type"] == ["number", "null"]
+    address = resolve(inputs, fields["to"])
+    assert address["properties"]["city"] == {"type": "string", "description": "The city."}
+    assert address["required"] == ["street", "city"]
+    assert fields["quotes"]["items"] == {"type": "string"}
+    # An input may write any subset of the fields; the state and the output have them all.
+    assert "required" not in inputs
+    assert state["required"] == ["grams", "contents", "speed", "insured_value", "to", "quotes"]
+    assert state["description"] == "A parcel to price." and schemas["output_schema"] == state
+    # The context's schema, also that of `config.configurable`, which is read as the context.
+    context = schemas["context_schema"]
+    assert context["properties"]["account"] == {"type": "string", "description": "The account that pays."}
+    assert context["required"] == ["account"] and schemas["config_schema"] == context
+    check_input, check_state, check_context = validator(inputs), validator(state), validator(context)
+    good = {"grams": 1200, "contents": "books", "speed": "express", "to": {"street": "Storgata 1", "city": "Oslo"}}
+    check_input.validate(good)
+    check_input.validate({"insured_value": None})
+    check_context.validate({"account": "acme"})
+    result = await client.runs.wait(None, "shipping", input=good, context={"account": "acme"})
+    assert result["quotes"] == ["3600 cents to Oslo, paid by acme"], result
+    check_state.validate(result)
+    for bad in ({"grams": "heavy"}, {"grams": -1}, {"speed": "overnight"}, {"to": {"city": "Oslo"}}, {"weight": 3}):
+        assert not check_input.is_valid(bad), bad
+        await expect_status(client.runs.wait(None, "shipping", input=bad, context={"account": "acme"}), 422)
+    assert not check_context.is_valid({"account": 7})
+    await expect_status(client.runs.wait(None, "shipping", input=good, context={"account": 7}), 422)
 
 
 @scenario

@@ -1,7 +1,7 @@
 use graphwright::prelude::*;
 
-/// A plan the user wrote without the serde derives.
-#[derive(Clone, Debug, Default)]
+/// A plan the user wrote without the serde derives (its JSON Schema is there).
+#[derive(Clone, Debug, Default, schemars::JsonSchema)]
 pub struct Plan {
     pub steps: Vec<String>,
 }

@@ -140,10 +140,10 @@ pub(super) async fn schemas(State(app): State<Arc<App>>, Path(id): Path<String>)
     let schemas = graph.schemas();
     Ok(json(&json!({
         "graph_id": assistant["graph_id"],
-        "input_schema": schemas.input,
-        "output_schema": schemas.state,
-        "state_schema": schemas.state,
-        "config_schema": null,
-        "context_schema": schemas.context,
+        "input_schema": &schemas.input,
+        "output_schema": &schemas.output,
+        "state_schema": &schemas.state,
+        "config_schema": &schemas.config,
+        "context_schema": &schemas.context,
     })))
 }

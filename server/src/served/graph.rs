@@ -12,34 +12,25 @@ use graphwright::{
     Checkpointer, CompiledGraph, Drawing, GraphError, Resume, RunCommand, RunConfig, RunInput, State, Store,
     StreamMode, StreamModes,
 };
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Erases a graph's types for the server.
-pub(crate) fn erase<S, C>(graph: CompiledGraph<S, C>, schemas: Schemas) -> Arc<dyn Served>
+pub(crate) fn erase<S, C>(graph: CompiledGraph<S, C>) -> Arc<dyn Served>
 where
     S: State,
-    C: DeserializeOwned + Send + Sync + 'static,
+    C: DeserializeOwned + JsonSchema + Send + Sync + 'static,
 {
-    Arc::new(Handle { graph, schemas })
-}
-
-/// The schemas of a graph whose state and context types describe themselves. The input
-/// schema is the state's with nothing required: an input writes any subset of the fields.
-pub(crate) fn schemas_of<S: schemars::JsonSchema, C: schemars::JsonSchema>() -> Schemas {
-    let state = serde_json::to_value(schemars::schema_for!(S)).unwrap_or(Value::Null);
-    let mut input = state.clone();
-    if let Value::Object(o) = &mut input {
-        o.remove("required");
-    }
-    let context = serde_json::to_value(schemars::schema_for!(C)).unwrap_or(Value::Null);
-    Schemas { input, state, context }
+    Arc::new(Handle { graph, schemas: Arc::default() })
 }
 
 struct Handle<S: State, C> {
     graph: CompiledGraph<S, C>,
-    schemas: Schemas,
+    /// Made when a client first asks, then kept (and shared with the graph rebound to the
+    /// server's storage): a run never computes them.
+    schemas: Arc<OnceLock<Schemas>>,
 }
 
 impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Handle<S, C> {
@@ -147,13 +138,13 @@ fn stream_modes(m: Modes) -> StreamModes {
     modes
 }
 
-impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Served for Handle<S, C> {
+impl<S: State, C: DeserializeOwned + JsonSchema + Send + Sync + 'static> Served for Handle<S, C> {
     fn drawing(&self) -> Drawing {
         self.graph.drawing()
     }
 
-    fn schemas(&self) -> Schemas {
-        self.schemas.clone()
+    fn schemas(&self) -> &Schemas {
+        self.schemas.get_or_init(Schemas::of::<S, C>)
     }
 
     fn message_fields(&self) -> &'static [&'static str] {
@@ -248,6 +239,7 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Served for Handle<S,
     }
 
     fn rebind(&self, saver: Arc<dyn Checkpointer>, store: Arc<dyn Store>) -> Arc<dyn Served> {
-        Arc::new(Handle { graph: self.graph.with_checkpointer(saver).with_store(store), schemas: self.schemas.clone() })
+        let graph = self.graph.with_checkpointer(saver).with_store(store);
+        Arc::new(Handle { graph, schemas: Arc::clone(&self.schemas) })
     }
 }

@@ -3,9 +3,11 @@
 mod chains;
 mod events;
 mod graph;
+mod schemas;
 mod snapshot;
 
-pub(crate) use graph::{erase, schemas_of};
+pub(crate) use graph::erase;
+pub(crate) use schemas::Schemas;
 pub(crate) use snapshot::interrupts_by_task;
 
 use crate::error::ApiError;
@@ -95,20 +97,12 @@ pub(crate) enum Emitted {
     Done(Outcome),
 }
 
-/// The JSON Schemas a graph is described by (`null` where the server was not given them).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Schemas {
-    pub(crate) input: Value,
-    pub(crate) state: Value,
-    pub(crate) context: Value,
-}
-
 /// A compiled graph behind the server, its types erased.
 pub(crate) trait Served: Send + Sync + 'static {
     /// Its nodes and edges.
     fn drawing(&self) -> Drawing;
-    /// Its input, state and context schemas.
-    fn schemas(&self) -> Schemas;
+    /// Its input, output, state, config and context schemas, made on the first call.
+    fn schemas(&self) -> &Schemas;
     /// The state fields that hold chat messages (`State::MESSAGE_FIELDS`).
     fn message_fields(&self) -> &'static [&'static str];
     /// Checks a run's input and context before the run is accepted.

@@ -71,10 +71,10 @@ pub(super) fn tool_name(name: &str) -> Option<String> {
 }
 
 /// The graph's input schema for a model to fill: each message field is a string (the user's
-/// message); a graph served without schemas gets an object schema naming only its message
-/// fields, and takes any other field its state has.
+/// message). A schema that is not an object (none could be made) becomes an object schema
+/// naming only the message fields.
 pub(super) fn input_schema(graph: &Arc<dyn Served>) -> JsonObject {
-    let mut schema = match graph.schemas().input {
+    let mut schema = match graph.schemas().input.clone() {
         Value::Object(schema) => schema,
         _ => JsonObject::new(),
     };
