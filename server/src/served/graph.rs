@@ -247,6 +247,10 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Served for Handle<S,
         })
     }
 
+    fn prune_history<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<usize, ApiError>> {
+        Box::pin(async move { self.graph.prune_history(&RunConfig::<C>::thread(thread)).await.map_err(graph_error) })
+    }
+
     fn rebind(&self, saver: Arc<dyn Checkpointer>, store: Arc<dyn Store>) -> Arc<dyn Served> {
         Arc::new(Handle { graph: self.graph.with_checkpointer(saver).with_store(store), schemas: self.schemas.clone() })
     }
