@@ -6,6 +6,7 @@
 #[path = "support/postgres.rs"]
 mod postgres_server;
 
+use graphwright::StateSnapshot;
 use graphwright::checkpoint::{
     CheckpointError, CheckpointRecord, Checkpointer, Claim, FORMAT_VERSION, ListFilter, Source, SqliteSaver,
     WriteRecord,
@@ -157,6 +158,93 @@ async fn delete_after_rolls_a_thread_back(saver: &dyn Checkpointer) {
     assert!(saver.get("r2", None).await.unwrap().is_some());
 }
 
+/// Pruning to the head replaces it, deletes the thread's older checkpoints with their writes
+/// and the subgraph keys named, in one step; the head's writes, the other subgraph keys and
+/// other threads stay. A stale claim, a head that moved and a key of another thread change
+/// nothing.
+async fn prune_to_head_keeps_the_head_alone(saver: &dyn Checkpointer) {
+    let sep = graphwright::checkpoint::NAMESPACE_SEPARATOR;
+    let (kept, dropped) = (format!("p{sep}inner:p3:0"), format!("p{sep}inner:p2:0"));
+    let p = claim(saver, "p").await;
+    saver.put(&p, record("p", "p1", None, -1, Source::Input), None, vec![write("p", "p1", 0, "input")]).await.unwrap();
+    saver
+        .put(&p, record("p", "p2", Some("p1"), 0, Source::Loop), Some("p1".into()), vec![write("p", "p2", 0, "a")])
+        .await
+        .unwrap();
+    saver.put(&p, record("p", "p3", Some("p2"), 1, Source::Loop), Some("p2".into()), vec![]).await.unwrap();
+    saver.put_writes(&p, vec![write("p", "p3", 0, "done"), write("p", "p3", 1, "paused")]).await.unwrap();
+    for key in [&kept, &dropped] {
+        let held = claim(saver, key).await;
+        saver
+            .put(&held, record(key, "s1", None, -1, Source::Input), None, vec![write(key, "s1", 0, "x")])
+            .await
+            .unwrap();
+        saver.put(&held, record(key, "s2", Some("s1"), 0, Source::Loop), Some("s1".into()), vec![]).await.unwrap();
+        saver.release(&held).await.unwrap();
+    }
+    // "pp" starts with "p" but is another thread.
+    let near = claim(saver, "pp").await;
+    saver.put(&near, record("pp", "q1", None, -1, Source::Input), None, vec![write("pp", "q1", 0, "q")]).await.unwrap();
+    let ids = |list: Vec<CheckpointRecord>| list.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    let standalone =
+        CheckpointRecord { parent_id: None, body: b"standalone".to_vec(), ..record("p", "p3", None, 1, Source::Loop) };
+
+    let moved = saver.prune_to_head(&p, record("p", "p2", None, 0, Source::Loop), vec![]).await;
+    assert!(
+        matches!(&moved, Err(CheckpointError::Conflict { found, .. }) if found.as_deref() == Some("p3")),
+        "a head that is not the newest: {moved:?}"
+    );
+    let foreign = saver.prune_to_head(&p, standalone.clone(), vec!["pp".into()]).await;
+    assert!(foreign.as_ref().is_err_and(|e| e.to_string().contains("not the key of a subgraph")), "{foreign:?}");
+    let other = saver.prune_to_head(&p, record("pp", "q1", None, -1, Source::Input), vec![]).await;
+    assert!(other.as_ref().is_err_and(|e| e.to_string().contains("belongs to thread `pp`")), "{other:?}");
+    assert_eq!(ids(saver.list("p", &ListFilter::default()).await.unwrap()), ["p3", "p2", "p1"], "nothing changed");
+    assert_eq!(saver.get("p", None).await.unwrap().unwrap().body, record("p", "p3", None, 1, Source::Loop).body);
+
+    assert_eq!(saver.prune_to_head(&p, standalone.clone(), vec![dropped.clone()]).await.unwrap(), 4, "p1, p2, s1, s2");
+    assert_eq!(
+        saver.list("p", &ListFilter::default()).await.unwrap(),
+        std::slice::from_ref(&standalone),
+        "the head, rewritten"
+    );
+    assert_eq!(saver.get("p", None).await.unwrap().unwrap(), standalone);
+    let bodies = |w: Vec<WriteRecord>| w.into_iter().map(|w| String::from_utf8(w.body).unwrap()).collect::<Vec<_>>();
+    assert_eq!(bodies(saver.writes("p", "p3").await.unwrap()), ["done", "paused"], "the head's writes stay");
+    assert!(saver.writes("p", "p2").await.unwrap().is_empty() && saver.writes("p", "p1").await.unwrap().is_empty());
+    assert!(
+        saver.get(&dropped, None).await.unwrap().is_none() && saver.writes(&dropped, "s1").await.unwrap().is_empty()
+    );
+    assert_eq!(
+        ids(saver.list(&kept, &ListFilter::default()).await.unwrap()),
+        ["s2", "s1"],
+        "a kept subgraph is untouched"
+    );
+    assert_eq!(saver.writes(&kept, "s1").await.unwrap().len(), 1);
+    let mut keys = saver.thread_keys("p").await.unwrap();
+    keys.sort();
+    assert_eq!(keys, ["p".to_owned(), kept.clone()]);
+    assert_eq!(ids(saver.list("pp", &ListFilter::default()).await.unwrap()), ["q1"], "other threads stay");
+    assert_eq!(saver.writes("pp", "q1").await.unwrap().len(), 1);
+
+    assert_eq!(saver.prune_to_head(&p, standalone.clone(), vec![]).await.unwrap(), 0, "pruning again is harmless");
+    saver.put(&p, record("p", "p4", Some("p3"), 2, Source::Loop), Some("p3".into()), vec![]).await.unwrap();
+    assert_eq!(saver.get("p", None).await.unwrap().unwrap().id, "p4", "the thread goes on from its head");
+
+    saver.release(&p).await.unwrap();
+    let again = claim(saver, "p").await;
+    let stale = saver.prune_to_head(&p, record("p", "p4", None, 2, Source::Loop), vec![kept.clone()]).await;
+    assert!(
+        matches!(stale, Err(CheckpointError::Fenced { fence, current, .. }) if fence == p.fence() && current == again.fence()),
+        "{stale:?}"
+    );
+    assert_eq!(
+        ids(saver.list("p", &ListFilter::default()).await.unwrap()),
+        ["p4", "p3"],
+        "a stale claim prunes nothing"
+    );
+    assert_eq!(saver.list(&kept, &ListFilter::default()).await.unwrap().len(), 2);
+}
+
 /// A claim excludes every other claim of the thread until it is released; each claim's fence
 /// is larger than the one before, and a write under a stale claim is refused.
 async fn claims_exclude_and_fence(saver: &dyn Checkpointer) {
@@ -277,6 +365,74 @@ async fn copy_thread_copies_history_and_pending_work(saver: Arc<dyn Checkpointer
     assert!(saver.get("damaged-copy", None).await.unwrap().is_none(), "nothing of a damaged thread is copied");
 }
 
+/// How a snapshot reads, but for its parent (which pruning drops).
+fn reading<S: graphwright::State + std::fmt::Debug>(snapshot: &StateSnapshot<S>) -> String
+where
+    S::Update: std::fmt::Debug,
+{
+    let mut snapshot = snapshot.clone();
+    snapshot.parent_id = None;
+    format!("{snapshot:?}")
+}
+
+/// A pruned thread reads as before, and its failed step resumes without running the finished
+/// task again; a damaged record the state is not rebuilt from is deleted like the rest, while a
+/// damaged head stops the prune before anything is deleted; a thread another run holds is busy.
+async fn prune_history_keeps_the_latest_state(saver: Arc<dyn Checkpointer>, backend: &str) {
+    let app = work::graph().shared_checkpointer(Arc::clone(&saver)).compile().unwrap();
+    let thread = format!("{backend}-pruned");
+    let cfg = RunConfig::thread(thread.clone());
+    app.invoke(work::State::default(), &cfg).await.unwrap();
+    FAIL_ONCE.lock().unwrap().push(thread.clone());
+    app.invoke(work::StateUpdate::new(), &cfg).await.unwrap_err();
+    // A damaged record older than any other: nothing reads it.
+    let writer = claim(&*saver, &thread).await;
+    let newest = saver.get(&thread, None).await.unwrap().map(|h| h.id);
+    saver.put(&writer, record(&thread, "0", None, -1, Source::Input), newest, vec![]).await.unwrap();
+    saver.release(&writer).await.unwrap();
+    let before = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!((before.next.as_slice(), before.state.log.len()), (&["slow".to_owned()][..], 3), "{before:?}");
+    let stored = saver.list(&thread, &ListFilter::default()).await.unwrap().len();
+
+    let other_run = claim(&*saver, &thread).await;
+    let busy = app.prune_history(&cfg).await.unwrap_err();
+    assert!(matches!(&busy, GraphError::ThreadBusy { thread: t } if *t == thread), "{busy}");
+    saver.release(&other_run).await.unwrap();
+    assert_eq!(saver.list(&thread, &ListFilter::default()).await.unwrap().len(), stored, "a busy thread is untouched");
+
+    assert_eq!(app.prune_history(&cfg).await.unwrap(), stored - 1);
+    let after = app.get_state(&cfg).await.unwrap().unwrap();
+    assert_eq!(reading(&after), reading(&before), "the thread reads as it did");
+    assert_eq!(after.parent_id, None);
+    assert_eq!(app.state_history(&cfg).await.unwrap().len(), 1);
+    assert_eq!(app.prune_history(&cfg).await.unwrap(), 0, "pruning again deletes nothing");
+    let out = app.resume(&cfg, ()).await.unwrap();
+    assert_eq!(
+        (out.state.counter, out.state.log),
+        (110, vec!["fast".into(), "slow".into(), "fast".into(), "slow".into()])
+    );
+    assert_eq!(fast_runs(&thread), 2, "`fast` finished before the failure and did not run again");
+
+    let damaged = format!("{backend}-damaged-head");
+    let damaged_cfg = RunConfig::thread(damaged.clone());
+    app.invoke(work::State::default(), &damaged_cfg).await.unwrap();
+    let writer = claim(&*saver, &damaged).await;
+    let newest = saver.get(&damaged, None).await.unwrap().map(|h| h.id);
+    let junk = graphwright::checkpoint::new_checkpoint_id();
+    saver
+        .put(&writer, record(&damaged, &junk, newest.as_deref(), 9, Source::Loop), newest.clone(), vec![])
+        .await
+        .unwrap();
+    saver.release(&writer).await.unwrap();
+    let stored = saver.list(&damaged, &ListFilter::default()).await.unwrap().len();
+    let error = app.prune_history(&damaged_cfg).await.unwrap_err();
+    assert!(
+        matches!(&error, GraphError::Checkpoint(CheckpointError::Corrupt { checkpoint, field, .. }) if *checkpoint == junk && field == "body"),
+        "{error}"
+    );
+    assert_eq!(saver.list(&damaged, &ListFilter::default()).await.unwrap().len(), stored, "nothing was deleted");
+}
+
 async fn runs_on_a_thread(saver: Arc<dyn Checkpointer>, backend: &str) {
     for (durability, checkpoints) in [(Durability::Sync, 5), (Durability::Async, 5), (Durability::Exit, 1)] {
         let app = work::graph().shared_checkpointer(Arc::clone(&saver)).compile().unwrap();
@@ -367,12 +523,102 @@ macro_rules! conformance {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn prune_to_head_keeps_the_head_alone() {
+                let (saver, _keep) = $make;
+                super::prune_to_head_keeps_the_head_alone(&*saver).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn prune_history_keeps_the_latest_state() {
+                let (saver, _keep) = $make;
+                super::prune_history_keeps_the_latest_state(saver, stringify!($backend)).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn runs_on_a_thread() {
                 let (saver, _keep) = $make;
                 super::runs_on_a_thread(saver, stringify!($backend)).await;
             }
         }
     };
+}
+
+/// A checkpointer written before `prune_to_head` existed: the required methods, and claims.
+struct Bare(MemorySaver);
+
+impl Checkpointer for Bare {
+    fn claim<'a>(&'a self, thread: &'a str) -> futures::future::BoxFuture<'a, Result<Claim, CheckpointError>> {
+        self.0.claim(thread)
+    }
+
+    fn release<'a>(&'a self, claim: &'a Claim) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.0.release(claim)
+    }
+
+    fn put<'a>(
+        &'a self,
+        claim: &'a Claim,
+        record: CheckpointRecord,
+        expected_head: Option<String>,
+        writes: Vec<WriteRecord>,
+    ) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.0.put(claim, record, expected_head, writes)
+    }
+
+    fn put_writes<'a>(
+        &'a self,
+        claim: &'a Claim,
+        writes: Vec<WriteRecord>,
+    ) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.0.put_writes(claim, writes)
+    }
+
+    fn get<'a>(
+        &'a self,
+        thread: &'a str,
+        id: Option<&'a str>,
+    ) -> futures::future::BoxFuture<'a, Result<Option<CheckpointRecord>, CheckpointError>> {
+        self.0.get(thread, id)
+    }
+
+    fn list<'a>(
+        &'a self,
+        thread: &'a str,
+        filter: &'a ListFilter,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<CheckpointRecord>, CheckpointError>> {
+        self.0.list(thread, filter)
+    }
+
+    fn writes<'a>(
+        &'a self,
+        thread: &'a str,
+        checkpoint: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<WriteRecord>, CheckpointError>> {
+        self.0.writes(thread, checkpoint)
+    }
+
+    fn delete_thread<'a>(&'a self, thread: &'a str) -> futures::future::BoxFuture<'a, Result<(), CheckpointError>> {
+        self.0.delete_thread(thread)
+    }
+}
+
+/// The provided `prune_to_head` refuses, saying what is missing, and pruning through it deletes
+/// nothing.
+#[tokio::test]
+async fn a_checkpointer_without_prune_to_head_refuses_it() {
+    let bare = Bare(MemorySaver::new());
+    let held = bare.claim("t").await.unwrap();
+    let refused = bare.prune_to_head(&held, record("t", "c1", None, -1, Source::Input), vec![]).await.unwrap_err();
+    assert!(refused.to_string().contains("does not implement `Checkpointer::prune_to_head`"), "{refused}");
+    bare.release(&held).await.unwrap();
+
+    let app = work::graph().checkpointer(Bare(MemorySaver::new())).compile().unwrap();
+    let cfg = RunConfig::thread("bare");
+    app.invoke(work::State::default(), &cfg).await.unwrap();
+    let before = app.state_history(&cfg).await.unwrap().len();
+    let error = app.prune_history(&cfg).await.unwrap_err();
+    assert!(error.to_string().contains("pruned the history of thread `bare`"), "{error}");
+    assert_eq!(app.state_history(&cfg).await.unwrap().len(), before, "nothing was deleted");
 }
 
 fn memory() -> (Arc<dyn Checkpointer>, ()) {

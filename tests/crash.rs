@@ -1,7 +1,8 @@
 //! Crash safety with real process deaths. A child process runs a graph on a SQLite file and
 //! kills itself with SIGKILL at a named save point; a fresh process resumes the thread. The
 //! run must reach the reference final state, and a ledger on disk (one line per node run)
-//! proves that no task whose write was durable before the crash ran again.
+//! proves that no task whose write was durable before the crash ran again. A child that dies
+//! while it prunes the thread's history must leave the thread as it was.
 
 #![cfg(unix)]
 
@@ -109,6 +110,11 @@ mod pipeline {
     }
 }
 
+/// Dies at once (a fail point's hook).
+fn die_now() {
+    die();
+}
+
 static PUTS: AtomicU32 = AtomicU32::new(0);
 
 /// Dies inside the commit of the third `put` (the checkpoint after step 1).
@@ -206,6 +212,12 @@ fn crash_child() {
         (parts.next().unwrap().to_owned(), Point::parse(parts.next().unwrap()), PathBuf::from(parts.next().unwrap()))
     };
     let mut sqlite = SqliteSaver::open(&db).unwrap();
+    if mode == "prune" {
+        let app = pipeline::graph().checkpointer(sqlite.before_commit(die_now)).compile().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(app.prune_history(&RunConfig::thread(THREAD))).unwrap();
+        return;
+    }
     if point == Point::MidTransaction {
         sqlite = sqlite.before_commit(die_in_third_put);
     }
@@ -320,4 +332,32 @@ async fn killed_mid_transaction() {
 #[tokio::test]
 async fn killed_after_a_checkpoint() {
     crash_and_resume(Point::AfterCheckpoint, &[], &[("a", 1), ("b", 1), ("c", 1), ("d", 0)]).await;
+}
+
+/// A process killed inside the transaction that prunes a thread's history leaves the thread as
+/// it was; pruning again (the dead process's claim taken over) then keeps the latest state.
+#[tokio::test]
+async fn killed_mid_prune() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, ledger) = (dir.path().join("crash.db"), dir.path().join("ledger"));
+    let run = child("run", Point::None, &db, &ledger);
+    assert!(run.status.success(), "the run finished; it printed:\n{}", run.output);
+    let app = pipeline::graph().checkpointer(SqliteSaver::open(&db).unwrap()).compile().unwrap();
+    let cfg = RunConfig::thread(THREAD);
+    let ids = |history: Vec<graphwright::StateSnapshot<pipeline::State>>| {
+        history.into_iter().map(|s| (s.checkpoint_id, s.parent_id)).collect::<Vec<_>>()
+    };
+    let before = ids(app.state_history(&cfg).await.unwrap());
+
+    let prune = child("prune", Point::None, &db, &ledger);
+    assert_eq!(prune.status.signal(), Some(9), "the child died by SIGKILL; it printed:\n{}", prune.output);
+    assert_eq!(ids(app.state_history(&cfg).await.unwrap()), before, "the thread is as it was");
+
+    assert_eq!(app.prune_history(&cfg).await.unwrap(), before.len() - 1);
+    let history = app.state_history(&cfg).await.unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        (history[0].state.log.clone(), history[0].state.total),
+        (vec!["a", "b", "c", "d"].into_iter().map(String::from).collect(), 1111)
+    );
 }

@@ -675,6 +675,47 @@ async def prune_threads():
 
 
 @scenario
+async def prune_keep_latest():
+    """`keep_latest` deletes a thread's history but its latest checkpoint: the state reads as
+    before, the next run continues the conversation, a paused thread still takes its answer;
+    pruning again is harmless, and a thread with a run in progress is a conflict."""
+    chat = (await client.threads.create())["thread_id"]
+    for text in ["one", "two", "what is the weather?"]:
+        await client.runs.wait(chat, "chat", input={"messages": [{"type": "human", "content": text}]})
+    paused = (await client.threads.create())["thread_id"]
+    await client.runs.wait(paused, "approval", input={"request": "refund 7"})
+    before, paused_before = await client.threads.get_state(chat), await client.threads.get_state(paused)
+    assert len(await client.threads.get_history(chat, limit=100)) > 3
+    pruned = await client.threads.prune([chat, paused, str(uuid.uuid4())], strategy="keep_latest")
+    assert pruned == {"pruned_count": 2}, pruned
+
+    history = await client.threads.get_history(chat, limit=100)
+    assert len(history) == 1 and history[0]["values"] == before["values"], history
+    after = await client.threads.get_state(chat)
+    assert (after["values"], after["next"]) == (before["values"], before["next"]), (after, before)
+    assert after["checkpoint"]["checkpoint_id"] == before["checkpoint"]["checkpoint_id"]
+    assert after["parent_checkpoint"] is None, after["parent_checkpoint"]
+    values = await client.runs.wait(chat, "chat", input={"messages": [{"type": "human", "content": "three"}]})
+    contents = [m["content"] for m in values["messages"]]
+    assert len(contents) == len(before["values"]["messages"]) + 2, contents
+    assert contents[:2] == ["one", "You said: one"] and contents[-2:] == ["three", "You said: three"], contents
+
+    paused_after = await client.threads.get_state(paused)
+    assert paused_after["next"] == ["ask"] and paused_after["interrupts"] == paused_before["interrupts"], paused_after
+    assert len(await client.threads.get_history(paused)) == 1
+    done = await client.runs.wait(paused, "approval", command={"resume": "yes"})
+    assert done["log"] == ["answer: yes", "acted"], done
+
+    assert await client.threads.prune([paused], strategy="keep_latest") == {"pruned_count": 1}
+    assert await client.threads.prune([paused], strategy="keep_latest") == {"pruned_count": 1}
+    assert [s["values"] for s in await client.threads.get_history(paused)] == [done]
+    busy = (await client.threads.create())["thread_id"]
+    run = await client.runs.create(busy, "slow", input={"steps": 100, "pause_ms": 20})
+    await refused(client.threads.prune([busy], strategy="keep_latest"), ConflictError, "a busy thread was pruned")
+    await client.runs.cancel(busy, run["run_id"], wait=True)
+
+
+@scenario
 async def metrics():
     """`/metrics` in Prometheus's text format counts runs and requests; `?format=json` gives
     LangGraph's queue figures."""

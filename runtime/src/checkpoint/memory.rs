@@ -276,6 +276,41 @@ impl Checkpointer for MemorySaver {
         async move { result }.boxed()
     }
 
+    fn prune_to_head<'a>(
+        &'a self,
+        claim: &'a Claim,
+        head: CheckpointRecord,
+        subgraph_keys: Vec<String>,
+    ) -> BoxFuture<'a, Result<usize, CheckpointError>> {
+        let result = super::check_prune(claim, &head, &subgraph_keys).and_then(|()| {
+            // One lock for the whole of it: no reader sees the thread half-pruned.
+            let mut threads = self.threads()?;
+            let thread = threads.get_mut(claim.thread()).ok_or_else(|| CheckpointError::Fenced {
+                thread: claim.thread().to_owned(),
+                fence: claim.fence(),
+                current: 0,
+            })?;
+            thread.check(claim)?;
+            let found = thread.checkpoints.last().map(|c| c.id.clone());
+            if found.as_deref() != Some(head.id.as_str()) {
+                return Err(CheckpointError::Conflict { thread: head.thread_id, expected: Some(head.id), found });
+            }
+            let mut deleted = thread.checkpoints.len() - 1;
+            thread.writes.retain(|(id, _)| *id == head.id);
+            thread.checkpoints.clear();
+            thread.checkpoints.push(CheckpointRecord { thread_id: String::new(), ..head });
+            for key in subgraph_keys {
+                // The entry goes with its fence: the key names a task of a deleted checkpoint,
+                // so no run claims it again.
+                if let Some(subgraph) = threads.remove(&key) {
+                    deleted += subgraph.checkpoints.len();
+                }
+            }
+            Ok(deleted)
+        });
+        async move { result }.boxed()
+    }
+
     fn thread_keys<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Vec<String>, CheckpointError>> {
         let nested = format!("{thread}{}", super::NAMESPACE_SEPARATOR);
         let keys = self.threads().map(|threads| {

@@ -270,6 +270,36 @@ pub trait Checkpointer: Send + Sync + 'static {
         })
     }
 
+    /// Leaves the thread `claim` holds with one checkpoint, `head`: in one transaction (all or
+    /// nothing, so a crash half-way never leaves the thread without its head), the stored
+    /// record with `head`'s id is replaced by `head` (the same checkpoint rewritten to stand
+    /// alone: no parent, a snapshot of its state), every other checkpoint of the thread is
+    /// deleted with its writes (the head's writes stay as they are), and so is everything
+    /// stored under each key in `subgraph_keys` (keys of the thread's subgraphs: the thread
+    /// id, [`NAMESPACE_SEPARATOR`], then a namespace). Returns how many checkpoints were
+    /// deleted. Used by [`CompiledGraph::prune_history`](crate::CompiledGraph::prune_history).
+    ///
+    /// Stores nothing and fails with [`CheckpointError::Fenced`] when `claim` is no longer the
+    /// thread's current claim, with [`CheckpointError::Conflict`] when `head` is not (or no
+    /// longer) the thread's newest checkpoint, and with [`CheckpointError::Backend`] when
+    /// `head` belongs to another thread or a key is not one of the thread's subgraphs'.
+    ///
+    /// The default refuses: a backend must say how it replaces and deletes in one step.
+    fn prune_to_head<'a>(
+        &'a self,
+        claim: &'a Claim,
+        head: CheckpointRecord,
+        subgraph_keys: Vec<String>,
+    ) -> BoxFuture<'a, Result<usize, CheckpointError>> {
+        let _ = (head, subgraph_keys);
+        Box::pin(async move {
+            Err(CheckpointError::backend(
+                format!("pruned the history of thread `{}`", claim.thread()),
+                "this checkpointer does not implement `Checkpointer::prune_to_head`",
+            ))
+        })
+    }
+
     /// The keys `thread`'s checkpoints are stored under: the thread's own (when it has any) and
     /// those of the subgraphs its runs ran (the thread id, [`NAMESPACE_SEPARATOR`], then the
     /// subgraph's namespace), in no particular order.
@@ -318,4 +348,24 @@ pub trait Checkpointer: Send + Sync + 'static {
             Ok(())
         })
     }
+}
+
+/// Checks the arguments of [`Checkpointer::prune_to_head`] before a backend changes anything:
+/// `head` belongs to the claimed thread, and every key is one of its subgraphs'.
+pub(crate) fn check_prune(
+    claim: &Claim,
+    head: &CheckpointRecord,
+    subgraph_keys: &[String],
+) -> Result<(), CheckpointError> {
+    let thread = claim.thread();
+    let refuse =
+        |reason: String| Err(CheckpointError::backend(format!("pruned the history of thread `{thread}`"), reason));
+    if head.thread_id != thread {
+        return refuse(format!("the new head belongs to thread `{}`, not to the claimed thread", head.thread_id));
+    }
+    let nested = format!("{thread}{NAMESPACE_SEPARATOR}");
+    if let Some(key) = subgraph_keys.iter().find(|key| !key.starts_with(&nested)) {
+        return refuse(format!("`{key}` is not the key of a subgraph of the thread"));
+    }
+    Ok(())
 }

@@ -687,6 +687,76 @@ impl Checkpointer for PostgresSaver {
         .boxed()
     }
 
+    fn prune_to_head<'a>(
+        &'a self,
+        claim: &'a Claim,
+        head: CheckpointRecord,
+        subgraph_keys: Vec<String>,
+    ) -> BoxFuture<'a, Result<usize, CheckpointError>> {
+        async move {
+            super::check_prune(claim, &head, &subgraph_keys)?;
+            let op = &format!("pruned the history of thread `{}`", claim.thread());
+            let owner = self.owner_id().await?;
+            let mut client = self.client(op).await?;
+            let tx = client.transaction().await.map_err(pg(op))?;
+            // The thread's lock, as a put takes it: a put racing the prune lands wholly before
+            // it (and the prune finds a new head) or after it.
+            tx.execute(LOCK_THREAD, &[&THREAD_LOCK, &claim.thread()]).await.map_err(pg(op))?;
+            check_claim(claim, owner, tx.query_opt(CLAIM_OF, &[&claim.thread()]).await.map_err(pg(op))?.as_ref())?;
+            let found: Option<String> =
+                tx.query_one(HEAD, &[&head.thread_id]).await.and_then(|r| r.try_get(0)).map_err(pg(op))?;
+            if found.as_deref() != Some(head.id.as_str()) {
+                return Err(CheckpointError::Conflict { thread: head.thread_id, expected: Some(head.id), found });
+            }
+            let created_at_ms = i64::try_from(head.created_at_ms).unwrap_or(i64::MAX);
+            tx.execute(
+                "UPDATE graphwright_checkpoints SET parent_id = $3, step = $4, source = $5, created_at_ms = $6, \
+                 format = $7, body = $8 WHERE thread_id = $1 AND id = $2",
+                &[
+                    &head.thread_id,
+                    &head.id,
+                    &head.parent_id,
+                    &head.step,
+                    &head.source.as_str(),
+                    &created_at_ms,
+                    &i32::from(head.format),
+                    &head.body,
+                ],
+            )
+            .await
+            .map_err(pg(op))?;
+            tx.execute(
+                "DELETE FROM graphwright_writes WHERE thread_id = $1 AND checkpoint_id <> $2",
+                &[&head.thread_id, &head.id],
+            )
+            .await
+            .map_err(pg(op))?;
+            let mut deleted = tx
+                .execute(
+                    "DELETE FROM graphwright_checkpoints WHERE thread_id = $1 AND id <> $2",
+                    &[&head.thread_id, &head.id],
+                )
+                .await
+                .map_err(pg(op))?;
+            if !subgraph_keys.is_empty() {
+                tx.execute("DELETE FROM graphwright_writes WHERE thread_id = ANY($1)", &[&subgraph_keys])
+                    .await
+                    .map_err(pg(op))?;
+                deleted += tx
+                    .execute("DELETE FROM graphwright_checkpoints WHERE thread_id = ANY($1)", &[&subgraph_keys])
+                    .await
+                    .map_err(pg(op))?;
+                // The keys name tasks of deleted checkpoints, so no run claims them again.
+                tx.execute("DELETE FROM graphwright_claims WHERE thread_id = ANY($1)", &[&subgraph_keys])
+                    .await
+                    .map_err(pg(op))?;
+            }
+            tx.commit().await.map_err(pg(op))?;
+            Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+        }
+        .boxed()
+    }
+
     fn thread_keys<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Vec<String>, CheckpointError>> {
         async move {
             let nested = format!("{thread}{}", super::NAMESPACE_SEPARATOR);

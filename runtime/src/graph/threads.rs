@@ -323,6 +323,77 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         crate::pregel::update_thread(graph, thread, cfg.checkpoint_id.as_deref(), steps).await
     }
 
+    /// Prunes the thread's history down to its newest checkpoint (LangGraph's thread pruning
+    /// with the `keep_latest` strategy) and returns how many checkpoints were deleted. The
+    /// thread keeps its latest state and reads as before, and a later run or
+    /// [`resume`](Self::resume) continues it exactly as it would have.
+    ///
+    /// - The newest checkpoint keeps its id, its state, its next tasks and everything stored
+    ///   against it: the outputs of tasks that finished, the interrupts waiting for an answer
+    ///   and the answers already given, the results of finished tool calls. It is rewritten to
+    ///   stand alone (a snapshot of its state, no parent), so its
+    ///   [`parent_id`](StateSnapshot::parent_id) becomes `None` and
+    ///   [`state_history`](Self::state_history) has this one entry.
+    /// - Every older checkpoint goes with its writes, in the same transaction as the rewrite: a
+    ///   crash half-way leaves the thread as it was.
+    /// - Subgraphs' checkpoints: those of the newest checkpoint's own tasks stay as they are (a
+    ///   resume continues a subgraph paused there); all others go, as nothing can read them
+    ///   again. A finished thread keeps none.
+    ///
+    /// It holds the thread as a run does, so no run interleaves: with a run in progress it fails
+    /// with [`GraphError::ThreadBusy`] and changes nothing. A thread with no checkpoint is left
+    /// alone (0). With [`RunConfig::checkpoint`] set, the thread is pruned only while that
+    /// checkpoint is still its newest, and is otherwise a
+    /// [`CheckpointError::Conflict`]. The newest checkpoint is read whole first (its state
+    /// rebuilt, its writes checked), so damage there is [`CheckpointError::Corrupt`] and
+    /// nothing is deleted; damaged older records that the state is not rebuilt from are
+    /// deleted like the rest. The checkpointer must implement
+    /// [`Checkpointer::prune_to_head`](crate::checkpoint::Checkpointer::prune_to_head) (the
+    /// built-in ones do).
+    ///
+    /// ```
+    /// use graphwright::prelude::*;
+    ///
+    /// #[state]
+    /// struct Count {
+    ///     #[reducer(add)]
+    ///     total: u64,
+    /// }
+    ///
+    /// fn add_one(_state: &Count) -> CountUpdate {
+    ///     CountUpdate::new().total(1)
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Report> {
+    /// let app = StateGraph::<Count>::new()
+    ///     .add_node("add_one", add_one)
+    ///     .add_edge(START, "add_one")
+    ///     .add_edge("add_one", END)
+    ///     .compile()?;
+    /// let cfg = RunConfig::thread("counter");
+    /// for _ in 0..3 {
+    ///     app.invoke(CountUpdate::new(), &cfg).await?;
+    /// }
+    /// // Three checkpoints a run: its input, the step that applies it, the step of `add_one`.
+    /// assert_eq!(app.state_history(&cfg).await?.len(), 9);
+    ///
+    /// assert_eq!(app.prune_history(&cfg).await?, 8);
+    /// let history = app.state_history(&cfg).await?;
+    /// assert_eq!((history.len(), history[0].state.total), (1, 3));
+    /// assert_eq!(history[0].parent_id, None);
+    ///
+    /// // The thread goes on from its latest state.
+    /// app.invoke(CountUpdate::new(), &cfg).await?;
+    /// assert_eq!(app.get_state(&cfg).await?.unwrap().state.total, 4);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn prune_history(&self, cfg: &RunConfig<C>) -> Result<usize, GraphError> {
+        let thread = self.thread_of(cfg)?;
+        crate::pregel::prune_thread(self.inner(), thread, cfg.checkpoint_id.as_deref()).await
+    }
+
     /// The snapshot of `record`; `current` applies the outputs of the tasks that finished.
     async fn snapshot(
         &self,

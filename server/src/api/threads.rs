@@ -137,8 +137,10 @@ pub(super) struct Prune {
 }
 
 /// Prunes threads: `delete` deletes them as `DELETE /threads/{id}` does; `keep_latest` keeps
-/// each one's latest checkpoint and deletes its history. Ids of no thread are skipped; the
-/// answer counts the threads pruned.
+/// each one's latest checkpoint (its state, pending tasks and interrupts) and deletes its
+/// history, its subgraphs' included. Ids of no thread are skipped; the answer counts the threads
+/// pruned. Under `keep_latest` a thread with a run in progress is a conflict, found before any
+/// thread is pruned.
 pub(super) async fn prune(State(app): State<Arc<App>>, Body(body): Body<Prune>) -> Result<Response, ApiError> {
     let keep_latest = match body.strategy.as_deref() {
         None | Some("delete") => false,
@@ -147,22 +149,38 @@ pub(super) async fn prune(State(app): State<Arc<App>>, Body(body): Body<Prune>) 
             return Err(ApiError::Invalid(format!("`strategy` must be delete or keep_latest, not {other:?}")));
         }
     };
-    let mut pruned = 0u64;
+    let mut known = Vec::with_capacity(body.thread_ids.len());
     for id in &body.thread_ids {
         let Some(record) = app.meta.thread(id).await? else { continue };
-        if keep_latest {
-            if record["status"] == "busy" {
-                return Err(ApiError::Conflict(format!(
-                    "Thread {id} has a run in progress: prune its history once its runs have ended"
-                )));
-            }
-            // PENDING(prune): keep_latest lands with CompiledGraph::prune_history.
-            return Err(ApiError::NotImplemented("keep_latest".into()));
+        if keep_latest && record["status"] == "busy" {
+            return Err(ApiError::Conflict(format!(
+                "Thread {id} has a run in progress: prune its history once its runs have ended"
+            )));
         }
-        delete_thread(&app, id).await?;
-        pruned += 1;
+        known.push(id);
     }
-    Ok(json(&json!({ "pruned_count": pruned })))
+    for id in &known {
+        if keep_latest {
+            keep_latest_of(&app, id).await?;
+        } else {
+            delete_thread(&app, id).await?;
+        }
+    }
+    Ok(json(&json!({ "pruned_count": known.len() })))
+}
+
+/// Deletes a thread's checkpoints but its latest, through the graph that wrote them.
+async fn keep_latest_of(app: &App, id: &str) -> Result<(), ApiError> {
+    // No graph: no run has written to the thread, so it has no history.
+    let Some(Some(graph_id)) = app.meta.thread_graph(id).await? else { return Ok(()) };
+    let graph = app.graphs.get(&graph_id).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "Thread {id} was written by graph {graph_id}, which this server does not serve, so its checkpoints \
+             cannot be read to keep the latest: serve that graph, or prune the thread with strategy delete"
+        ))
+    })?;
+    graph.prune_history(id).await?;
+    Ok(())
 }
 
 /// Copies a thread: its checkpoints (subgraphs' included) under a new id, with its metadata.

@@ -238,6 +238,10 @@ impl<S: State, C: DeserializeOwned + JsonSchema + Send + Sync + 'static> Served 
         })
     }
 
+    fn prune_history<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<usize, ApiError>> {
+        Box::pin(async move { self.graph.prune_history(&RunConfig::<C>::thread(thread)).await.map_err(graph_error) })
+    }
+
     fn rebind(&self, saver: Arc<dyn Checkpointer>, store: Arc<dyn Store>) -> Arc<dyn Served> {
         let graph = self.graph.with_checkpointer(saver).with_store(store);
         Arc::new(Handle { graph, schemas: Arc::clone(&self.schemas) })

@@ -131,6 +131,9 @@ pub(crate) trait Served: Send + Sync + 'static {
         as_node: Option<String>,
         checkpoint: Option<String>,
     ) -> BoxFuture<'a, Result<String, ApiError>>;
+    /// Prunes the thread's history to its latest checkpoint (`keep_latest`); how many
+    /// checkpoints were deleted. A thread with a run in progress is a conflict.
+    fn prune_history<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<usize, ApiError>>;
     /// The same graph over the server's storage.
     fn rebind(&self, saver: Arc<dyn Checkpointer>, store: Arc<dyn Store>) -> Arc<dyn Served>;
 }

@@ -125,9 +125,9 @@ impl SqliteSaver {
         })
     }
 
-    /// Calls `hook` inside every `put`, after its rows are written and before they commit: a
-    /// fail point for crash tests (a hook that kills the process leaves a transaction that
-    /// never committed). Not for other uses.
+    /// Calls `hook` inside every `put` and `prune_to_head`, after its rows are written and
+    /// before they commit: a fail point for crash tests (a hook that kills the process leaves a
+    /// transaction that never committed). Not for other uses.
     #[doc(hidden)]
     #[must_use]
     pub fn before_commit(mut self, hook: fn()) -> Self {
@@ -531,6 +531,62 @@ impl Checkpointer for SqliteSaver {
                 .map_err(sql(&operation))?;
             held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&thread);
             tx.commit().map_err(sql(&operation))
+        })
+    }
+
+    fn prune_to_head<'a>(
+        &'a self,
+        claim: &'a Claim,
+        head: CheckpointRecord,
+        subgraph_keys: Vec<String>,
+    ) -> BoxFuture<'a, Result<usize, CheckpointError>> {
+        if let Err(error) = super::check_prune(claim, &head, &subgraph_keys) {
+            return async move { Err(error) }.boxed();
+        }
+        let before_commit = self.before_commit;
+        let (owner, claim) = (Arc::clone(&self.owner), claim.clone());
+        let operation = format!("pruned the history of thread `{}`", claim.thread());
+        self.call(operation.clone(), move |c| {
+            let op = operation.as_str();
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(op))?;
+            check_claim(&tx, &claim, &owner.id)?;
+            let found: Option<String> = tx
+                .query_row("SELECT max(id) FROM checkpoints WHERE thread_id = ?1", [&head.thread_id], |r| r.get(0))
+                .map_err(sql(op))?;
+            if found.as_deref() != Some(head.id.as_str()) {
+                return Err(CheckpointError::Conflict { thread: head.thread_id, expected: Some(head.id), found });
+            }
+            tx.execute(
+                "UPDATE checkpoints SET parent_id = ?3, step = ?4, source = ?5, created_at_ms = ?6, format = ?7, \
+                 body = ?8 WHERE thread_id = ?1 AND id = ?2",
+                params![
+                    head.thread_id,
+                    head.id,
+                    head.parent_id,
+                    head.step,
+                    head.source.as_str(),
+                    i64::try_from(head.created_at_ms).unwrap_or(i64::MAX),
+                    head.format,
+                    head.body
+                ],
+            )
+            .map_err(sql(op))?;
+            let of_thread = params![head.thread_id, head.id];
+            tx.execute("DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_id <> ?2", of_thread)
+                .map_err(sql(op))?;
+            let mut deleted =
+                tx.execute("DELETE FROM checkpoints WHERE thread_id = ?1 AND id <> ?2", of_thread).map_err(sql(op))?;
+            for key in &subgraph_keys {
+                tx.execute("DELETE FROM writes WHERE thread_id = ?1", [key]).map_err(sql(op))?;
+                deleted += tx.execute("DELETE FROM checkpoints WHERE thread_id = ?1", [key]).map_err(sql(op))?;
+                // The key names a task of a deleted checkpoint, so no run claims it again.
+                tx.execute("DELETE FROM graphwright_claims WHERE thread_id = ?1", [key]).map_err(sql(op))?;
+            }
+            if let Some(hook) = before_commit {
+                hook();
+            }
+            tx.commit().map_err(sql(op))?;
+            Ok(deleted)
         })
     }
 
