@@ -8,6 +8,7 @@
 //! cargo run --example serve                         # 127.0.0.1:2024, ./graphwright-serve.db
 //! cargo run --example serve -- 127.0.0.1:8123 other.db
 //! cargo run --features postgres --example serve -- 127.0.0.1:8123 postgres://user@db/agents
+//! cargo run --example serve -- 127.0.0.1:8123 :memory:   # nothing kept when the process ends
 //! ```
 //!
 //! With a PostgreSQL URL, start as many processes as you like on the same database: they share
@@ -119,6 +120,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Server::new().graph("chat", chat::graph().compile()?).graph("refund", refund::graph().compile()?);
     let server = if database.starts_with("postgres://") || database.starts_with("postgresql://") {
         on_postgres(server, &database)?
+    } else if database == ":memory:" {
+        // Nothing outlives the process, as with `langgraph dev`.
+        server
     } else {
         server.sqlite(&database)
     };

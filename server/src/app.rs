@@ -17,8 +17,18 @@ pub(crate) fn system_assistant_id(graph_id: &str) -> String {
     uuid::Uuid::new_v5(&SYSTEM_ASSISTANTS, graph_id.as_bytes()).to_string()
 }
 
+/// Where the stateless runs a client waits on or streams run: each graph bound to one
+/// in-memory checkpointer, since their threads are deleted when they end and the client that
+/// would see them is attached to this process.
+pub(crate) struct Scratch {
+    pub(crate) graphs: BTreeMap<String, Arc<dyn Served>>,
+    pub(crate) saver: Arc<dyn Checkpointer>,
+}
+
 pub(crate) struct App {
     pub(crate) graphs: BTreeMap<String, Arc<dyn Served>>,
+    /// The same graphs over memory, for stateless runs a client waits on or streams.
+    pub(crate) scratch: Scratch,
     pub(crate) meta: Meta,
     pub(crate) saver: Arc<dyn Checkpointer>,
     pub(crate) store: Arc<dyn Store>,

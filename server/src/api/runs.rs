@@ -4,7 +4,7 @@ use super::respond::{event_stream, json, locate, no_content, result_of, result_w
 use crate::app::App;
 use crate::error::ApiError;
 use crate::runs::request::RunCreate;
-use crate::runs::{self, Cancel, Live};
+use crate::runs::{self, Attached, Cancel, Live};
 use crate::wire::body::{Body, Query};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 async fn background(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Response, ApiError> {
     let stateless = thread.is_none();
-    let accepted = runs::create(app, thread, body).await?;
+    let accepted = runs::create(app, thread, body, Attached::Background).await?;
     let mut response = json(&accepted.run);
     locate(&mut response, &accepted.live, stateless, "stream");
     Ok(response)
@@ -24,7 +24,7 @@ async fn background(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> 
 async fn streamed(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Response, ApiError> {
     let stateless = thread.is_none();
     let cancel = body.cancel_on_disconnect()?;
-    let accepted = runs::create(app, thread, body).await?;
+    let accepted = runs::create(app, thread, body, Attached::Client).await?;
     let mut response = event_stream(&accepted.live, 0, cancel, &app.metrics);
     locate(&mut response, &accepted.live, stateless, "stream");
     Ok(response)
@@ -33,7 +33,7 @@ async fn streamed(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Re
 async fn waited(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Response, ApiError> {
     let stateless = thread.is_none();
     let cancel = body.cancel_on_disconnect()?;
-    let accepted = runs::create(app, thread, body).await?;
+    let accepted = runs::create(app, thread, body, Attached::Client).await?;
     let mut response = result_when_done(&accepted.live, cancel);
     locate(&mut response, &accepted.live, stateless, "join");
     Ok(response)
@@ -70,7 +70,7 @@ pub(super) async fn create_batch(
     }
     let mut records = Vec::with_capacity(prepared.len());
     for run in prepared {
-        records.push(run.start(&app).await?.run);
+        records.push(run.start(&app, Attached::Background).await?.run);
     }
     Ok(json(&Value::Array(records)))
 }
@@ -201,7 +201,24 @@ pub(super) async fn cancel_many(
         }
     };
     let records = match (body.thread_id, body.run_ids) {
-        (_, Some(ids)) => app.meta.runs_by_id(ids).await?,
+        (_, Some(ids)) => {
+            // Stateless runs a client waits on or streams are in no record: this process's
+            // runs are looked at first.
+            let mut unrecorded = Vec::new();
+            for id in &ids {
+                if let Some(live) = app.runs.get(id).filter(|live| !live.remote && live.outcome().is_none()) {
+                    unrecorded.push(live);
+                }
+            }
+            let records = app.meta.runs_by_id(ids).await?;
+            for live in unrecorded {
+                // They start at once: they count as running.
+                if statuses.contains(&"running") && !records.iter().any(|r| r["run_id"] == live.run_id.as_str()) {
+                    live.cancel(action);
+                }
+            }
+            records
+        }
         (Some(thread), None) => app.meta.runs_of(&thread, None, i64::MAX, 0).await?.unwrap_or_default(),
         (None, None) => return Err(ApiError::Invalid("give `thread_id`, `run_ids` or both".into())),
     };

@@ -103,7 +103,7 @@ async fn fire(app: &Arc<App>, cron: &CronRecord, due_ms: i64) {
             return;
         }
     };
-    match runs::create(app, cron.thread_id.clone(), body).await {
+    match runs::create(app, cron.thread_id.clone(), body, runs::Attached::Background).await {
         Ok(accepted) => tracing::debug!(cron = %cron.cron_id, run = %accepted.run["run_id"], "a cron fired"),
         Err(error) => {
             if let Some(thread) = &cron.thread_id

@@ -7,6 +7,7 @@ use crate::error::ApiError;
 use crate::meta::RunEnd;
 use crate::served::{Emitted, Outcome, RunSpec, Served, WireEvent, interrupts_by_task};
 use futures::StreamExt;
+use graphwright::Checkpointer;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,10 +16,15 @@ pub(super) struct Job {
     pub(super) app: Arc<App>,
     pub(super) graph_id: String,
     pub(super) graph: Arc<dyn Served>,
+    /// Where the graph keeps the run's checkpoints.
+    pub(super) saver: Arc<dyn Checkpointer>,
     pub(super) spec: RunSpec,
     pub(super) live: Arc<Live>,
     /// A stateless run's thread, deleted when the run ends.
     pub(super) temporary: bool,
+    /// Whether the run is in the server's records (every run but a stateless one a client is
+    /// attached to): its turn is taken through them and its end is stored there.
+    pub(super) recorded: bool,
 }
 
 /// How the graph part of a run ended.
@@ -33,8 +39,12 @@ enum Ended {
 impl Job {
     pub(super) async fn run(self) {
         #[cfg(feature = "postgres")]
-        let published =
-            self.app.cluster.as_ref().map(|cluster| tokio::spawn(Arc::clone(cluster).publish(Arc::clone(&self.live))));
+        let published = self
+            .app
+            .cluster
+            .as_ref()
+            .filter(|_| self.recorded)
+            .map(|cluster| tokio::spawn(Arc::clone(cluster).publish(Arc::clone(&self.live))));
         let (ended, started) = tokio::select! {
             biased;
             // Cancelled before it started: there is nothing of it to undo.
@@ -64,10 +74,12 @@ impl Job {
         }
         if self.temporary {
             let thread = self.spec.thread_id.clone();
-            if let Err(error) = self.app.saver.delete_thread(&thread).await {
+            if let Err(error) = self.saver.delete_thread(&thread).await {
                 tracing::warn!(%thread, %error, "could not delete a stateless run's checkpoints");
             }
-            if let Err(error) = self.app.meta.delete_thread(&thread).await {
+            if self.recorded
+                && let Err(error) = self.app.meta.delete_thread(&thread).await
+            {
                 tracing::warn!(%error, "could not delete a stateless run's thread");
             }
         }
@@ -79,6 +91,10 @@ impl Job {
         let storage_failed = |error: ApiError| {
             Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() })
         };
+        if !self.recorded {
+            // A thread of its own that nobody else knows: nothing to wait for.
+            return Ok(None);
+        }
         #[cfg(feature = "postgres")]
         if let Some(cluster) = &self.app.cluster {
             return match cluster.take_turn(&self.live.run_id, !self.temporary).await.map_err(storage_failed)? {
@@ -137,7 +153,7 @@ impl Job {
 
     /// Deletes what the cancelled run wrote to its thread: the checkpoints after `start`.
     async fn roll_back(&self, start: &str) -> Ended {
-        match self.app.saver.delete_after(&self.spec.thread_id, Some(start)).await {
+        match self.saver.delete_after(&self.spec.thread_id, Some(start)).await {
             Ok(()) => Ended::RolledBack,
             Err(error) => Ended::Graph(Outcome::Failed {
                 error: "StorageError".into(),
@@ -150,10 +166,15 @@ impl Job {
     /// returns the outcome its followers get. `started`: when it started executing, if it did.
     async fn record(&self, ended: Ended, started: Option<Instant>) -> Outcome {
         let thread = self.spec.thread_id.clone();
-        let state = self.graph.state(&thread, None).await;
-        let (values, interrupts) = match &state {
-            Ok(Some(state)) => (state["values"].clone(), interrupts_by_task(state)),
-            _ => (Value::Null, Map::new()),
+        // The thread's state is what its record keeps, and a cancelled run's result. A finished
+        // run's final values are that state, with nothing pending: no read is needed.
+        let (values, interrupts) = match &ended {
+            Ended::Graph(Outcome::Finished { values }) => (values.clone(), Map::new()),
+            Ended::Graph(_) if !self.recorded => (Value::Null, Map::new()),
+            _ => match self.graph.state(&thread, None).await {
+                Ok(Some(state)) => (state["values"].clone(), interrupts_by_task(&state)),
+                _ => (Value::Null, Map::new()),
+            },
         };
         let (run_status, thread_status, outcome) = match ended {
             Ended::Graph(outcome @ Outcome::Finished { .. }) => (Some("success"), "idle", outcome),
@@ -174,6 +195,9 @@ impl Job {
         };
         if let Some(started) = started {
             self.app.metrics.run_ended(&self.graph_id, run_status.unwrap_or("rolled_back"), started.elapsed());
+        }
+        if !self.recorded {
+            return outcome;
         }
         let end = RunEnd {
             thread_id: thread,

@@ -95,10 +95,24 @@ pub(crate) struct Prepared {
     temporary: bool,
 }
 
+/// Who is there when a run ends: a client waiting on it or streaming it, or nobody.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Attached {
+    /// A client waits on the run or streams it (`/runs/wait`, `/runs/stream`).
+    Client,
+    /// Nobody: the run goes on in the background (`POST /runs`, a batch, a cron's firing).
+    Background,
+}
+
 /// Creates a run on `thread` (a temporary thread when `None`: a stateless run) and starts it
 /// once the thread is free.
-pub(crate) async fn create(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Accepted, ApiError> {
-    prepare(app, thread, &body).await?.start(app).await
+pub(crate) async fn create(
+    app: &Arc<App>,
+    thread: Option<String>,
+    body: RunCreate,
+    attached: Attached,
+) -> Result<Accepted, ApiError> {
+    prepare(app, thread, &body).await?.start(app, attached).await
 }
 
 /// Checks a run request: its assistant, graph, input, context and options.
@@ -152,14 +166,26 @@ pub(crate) async fn prepare(app: &App, thread: Option<String>, body: &RunCreate)
 
 impl Prepared {
     /// Records the run, cancels the runs it supersedes, and starts it once its thread is free.
-    pub(crate) async fn start(self, app: &Arc<App>) -> Result<Accepted, ApiError> {
+    ///
+    /// A stateless run a client is attached to, whose thread goes when it ends, is not recorded
+    /// and runs on the graph's in-memory twin ([`Scratch`](crate::app::Scratch)): nothing of it
+    /// could be read back once it ended, and the client that follows it is connected to this
+    /// process. Its answer's `run` is null.
+    pub(crate) async fn start(self, app: &Arc<App>, attached: Attached) -> Result<Accepted, ApiError> {
         let Self { graph, spec, row, creates, multitask, resumable, temporary } = self;
         let (run_id, thread_id, graph_id) = (row.run_id.clone(), row.thread_id.clone(), row.graph_id.clone());
-        let (run, superseded) = app.meta.register(row, creates, multitask).await?;
-        let how = if multitask == Multitask::Rollback { Cancel::Rollback } else { Cancel::Interrupt };
-        for id in superseded {
-            app.cancel_run(&id, how).await?;
-        }
+        let scratch = temporary && attached == Attached::Client;
+        let (run, graph, saver) = if scratch {
+            let graph = Arc::clone(app.scratch.graphs.get(&graph_id).unwrap_or(&graph));
+            (Value::Null, graph, Arc::clone(&app.scratch.saver))
+        } else {
+            let (run, superseded) = app.meta.register(row, creates, multitask).await?;
+            let how = if multitask == Multitask::Rollback { Cancel::Rollback } else { Cancel::Interrupt };
+            for id in superseded {
+                app.cancel_run(&id, how).await?;
+            }
+            (run, graph, Arc::clone(&app.saver))
+        };
         let live = Live::new(run_id.clone(), thread_id, resumable);
         live.push(&crate::served::WireEvent { name: "metadata".into(), data: json!({"run_id": run_id, "attempt": 1}) });
         app.runs.add(&live);
@@ -167,9 +193,11 @@ impl Prepared {
             app: Arc::clone(app),
             graph_id: graph_id.clone(),
             graph,
+            saver,
             spec,
             live: Arc::clone(&live),
             temporary,
+            recorded: !scratch,
         };
         tokio::spawn(job.run());
         Ok(Accepted { run, live })

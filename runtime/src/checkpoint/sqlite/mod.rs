@@ -291,6 +291,27 @@ fn put_in(
     Ok(())
 }
 
+/// Runs `f` with commits that are not synced (`synchronous = NORMAL` in write-ahead-log mode):
+/// they survive the process's death, and reach the disk with the next synced commit. For the
+/// claims of threads alone: a claim only keeps live processes apart, and after a crash of the
+/// machine no process from before it is alive, so a claim lost with it is lost harmlessly.
+/// Checkpoints and writes are always committed synced.
+fn unsynced<T>(
+    connection: &mut Connection,
+    operation: &str,
+    f: impl FnOnce(&mut Connection) -> Result<T, CheckpointError>,
+) -> Result<T, CheckpointError> {
+    let pragma = |c: &Connection, level: &str| {
+        c.prepare_cached(&format!("PRAGMA synchronous = {level}"))
+            .and_then(|mut s| s.execute([]))
+            .map_err(sql(operation))
+    };
+    pragma(connection, "NORMAL")?;
+    let result = f(connection);
+    pragma(connection, "FULL")?;
+    result
+}
+
 const SELECT_CHECKPOINT: &str =
     "SELECT thread_id, id, parent_id, step, source, created_at_ms, format, body FROM checkpoints";
 
@@ -314,35 +335,38 @@ impl Checkpointer for SqliteSaver {
         let name = thread.clone();
         let claimed = self.call(operation.clone(), move |c| {
             owner.announce().map_err(|e| CheckpointError::backend("locked this process's owner file", e))?;
-            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(&operation))?;
-            let row: Option<(String, i64)> = tx
-                .query_row("SELECT owner, fence FROM graphwright_claims WHERE thread_id = ?1", [&thread], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()
-                .map_err(sql(&operation))?;
-            let fence = match row {
-                None => 1,
-                Some((holder, fence)) => {
-                    let free = holder.is_empty() || holder == owner.id;
-                    if !free
-                        && owner
-                            .is_alive(&holder)
-                            .map_err(|e| CheckpointError::backend("checked a claim's owner", e))?
-                    {
-                        return Err(CheckpointError::Busy { thread, holder: Some("a live process".to_owned()) });
+            unsynced(c, &operation, |c| {
+                let tx =
+                    c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(&operation))?;
+                let row: Option<(String, i64)> = tx
+                    .query_row("SELECT owner, fence FROM graphwright_claims WHERE thread_id = ?1", [&thread], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .optional()
+                    .map_err(sql(&operation))?;
+                let fence = match row {
+                    None => 1,
+                    Some((holder, fence)) => {
+                        let free = holder.is_empty() || holder == owner.id;
+                        if !free
+                            && owner
+                                .is_alive(&holder)
+                                .map_err(|e| CheckpointError::backend("checked a claim's owner", e))?
+                        {
+                            return Err(CheckpointError::Busy { thread, holder: Some("a live process".to_owned()) });
+                        }
+                        fence + 1
                     }
-                    fence + 1
-                }
-            };
-            tx.execute(
-                "INSERT INTO graphwright_claims (thread_id, owner, fence) VALUES (?1, ?2, ?3) \
+                };
+                tx.execute(
+                    "INSERT INTO graphwright_claims (thread_id, owner, fence) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, fence = excluded.fence",
-                params![thread, owner.id, fence],
-            )
-            .map_err(sql(&operation))?;
-            tx.commit().map_err(sql(&operation))?;
-            Ok(Claim::new(thread, u64::try_from(fence).unwrap_or(0)))
+                    params![thread, owner.id, fence],
+                )
+                .map_err(sql(&operation))?;
+                tx.commit().map_err(sql(&operation))?;
+                Ok(Claim::new(thread, u64::try_from(fence).unwrap_or(0)))
+            })
         });
         async move {
             let result = claimed.await;
@@ -362,12 +386,14 @@ impl Checkpointer for SqliteSaver {
         forget(&self.held, &thread, claim.fence());
         let operation = format!("released thread `{thread}`");
         self.call(operation.clone(), move |c| {
-            c.execute(
-                "UPDATE graphwright_claims SET owner = '' WHERE thread_id = ?1 AND owner = ?2 AND fence = ?3",
-                params![thread, owner.id, fence],
-            )
-            .map_err(sql(&operation))?;
-            Ok(())
+            unsynced(c, &operation, |c| {
+                c.prepare_cached(
+                    "UPDATE graphwright_claims SET owner = '' WHERE thread_id = ?1 AND owner = ?2 AND fence = ?3",
+                )
+                .and_then(|mut update| update.execute(params![thread, owner.id, fence]))
+                .map_err(sql(&operation))?;
+                Ok(())
+            })
         })
     }
 

@@ -84,7 +84,7 @@ pub(super) async fn begin(
     }
     let body: RunCreate =
         serde_json::from_value(body).map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))?;
-    let accepted = runs::create(app, Some(context_id.clone()), body).await?;
+    let accepted = runs::create(app, Some(context_id.clone()), body, runs::Attached::Client).await?;
     let task_id = task_id.unwrap_or_else(|| accepted.live.run_id.clone());
     Ok(Begun { accepted, assistant_id, task_id, context_id, incoming })
 }

@@ -36,7 +36,7 @@ pub(super) async fn run(
     }
     let body = json!({"assistant_id": found.assistant_id, "input": input});
     let body: RunCreate = serde_json::from_value(body).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-    let accepted = match runs::create(app, None, body).await {
+    let accepted = match runs::create(app, None, body, runs::Attached::Client).await {
         Ok(accepted) => accepted,
         Err(ApiError::Invalid(reason) | ApiError::BadRequest(reason)) => {
             return Ok(failure(format!("the arguments do not fit tool `{name}`: {reason}")));
