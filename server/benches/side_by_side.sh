@@ -2,10 +2,13 @@
 # The server side by side with LangGraph's: the same `chat` graph (examples/serve.rs, and
 # langgraph_app/graph.py for LangGraph), served by graphwright-server (release build, threads in
 # a SQLite file) and by `langgraph dev` (in-memory runtime), each driven by the same
-# langgraph-sdk load script (load.py) on 127.0.0.1. Prints both results and the ratios.
+# langgraph-sdk load script (load.py: create-and-wait runs, first stream events, memory), then by
+# wrk on stateless `POST /runs/wait` (stateless.py), on 127.0.0.1. Prints both results and the
+# ratios. wrk (Debian's `wrk`) is installed when missing and this runs as root with apt-get.
 #
 # Run from the repository root: server/benches/side_by_side.sh [load.py options]
-# (defaults: 2000 runs, 8 at a time, at most 60 s each; 200 first-event samples).
+# (defaults: 2000 runs, 8 at a time, at most 60 s each; 200 first-event samples; wrk: 15 s, 8
+# connections).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 target=${CARGO_TARGET_DIR:-target}
@@ -15,6 +18,13 @@ if [ ! -x "$venv/bin/python" ] || ! cmp -s "$reqs" "$venv/requirements.txt"; the
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q -r "$reqs"
     cp "$reqs" "$venv/requirements.txt"
+fi
+if ! command -v wrk >/dev/null; then
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || {
+        echo "side_by_side: wrk is missing: install Debian's wrk package" >&2
+        exit 1
+    }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
 fi
 cargo build -q --release -p graphwright-server --example serve
 
@@ -54,12 +64,17 @@ wait_ok http://127.0.0.1:2032
 echo "graphwright-server (SQLite file):"
 a=$("$venv/bin/python" server/benches/load.py http://127.0.0.1:2031 "$ours" "$@")
 echo "  $a"
+sa=$("$venv/bin/python" server/benches/stateless.py http://127.0.0.1:2031 "$ours")
+echo "  $sa"
 echo "langgraph dev (in memory):"
 b=$("$venv/bin/python" server/benches/load.py http://127.0.0.1:2032 "$theirs" "$@")
 echo "  $b"
-"$venv/bin/python" - "$a" "$b" <<'PY'
+sb=$("$venv/bin/python" server/benches/stateless.py http://127.0.0.1:2032 "$theirs")
+echo "  $sb"
+"$venv/bin/python" - "$a" "$b" "$sa" "$sb" <<'PY'
 import json, sys
-ours, theirs = (json.loads(x) for x in sys.argv[1:])
+ours, theirs, stateless_ours, stateless_theirs = (json.loads(x) for x in sys.argv[1:])
+print("create-and-wait runs (langgraph-sdk, load.py):")
 print(f"runs/s:            {ours['runs_per_s'] / theirs['runs_per_s']:.1f}x more")
 print(f"server CPU per run: {theirs['server_cpu_ms_per_run'] / ours['server_cpu_ms_per_run']:.1f}x less")
 print(f"client CPU per run: {ours['client_cpu_ms_per_run']} ms against ours, {theirs['client_cpu_ms_per_run']} ms against LangGraph's")
@@ -67,4 +82,7 @@ for key in ("first_event_p50_ms", "first_event_p99_ms"):
     print(f"{key}: {theirs[key] / ours[key]:.1f}x lower")
 for key in ("rss_idle_mib", "rss_loaded_mib"):
     print(f"{key}:      {ours[key] / theirs[key]:.3f} of LangGraph's")
+print("stateless POST /runs/wait (wrk, stateless.py):")
+print(f"runs/s:            {stateless_ours['runs_per_s'] / stateless_theirs['runs_per_s']:.1f}x more")
+print(f"server CPU per run: {stateless_theirs['server_cpu_ms_per_run'] / stateless_ours['server_cpu_ms_per_run']:.1f}x less")
 PY

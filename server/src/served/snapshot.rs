@@ -32,7 +32,9 @@ pub(crate) fn to_wire<T: serde::Serialize>(value: &T, message_fields: &[&str]) -
 }
 
 fn checkpoint_ref(thread: &str, id: &str) -> Value {
-    json!({"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": id, "checkpoint_map": null})
+    // No `checkpoint_map`: LangGraph's document makes it an object when present, and graphwright
+    // has none to give (a subgraph's checkpoint is found by its namespace).
+    json!({"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": id})
 }
 
 /// `ThreadState` of one checkpoint.
