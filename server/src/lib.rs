@@ -43,7 +43,17 @@
 //! ```
 //!
 //! A browser pointed at the server's root gets a small chat page for trying a graph:
-//! `http://127.0.0.1:2024/?graph=echo&message=hi` opens it and sends a first message.
+//! `http://127.0.0.1:2024/?graph=echo&message=hi` opens it and sends a first message. Chat front
+//! ends served from other ports of this machine (LangGraph's agent-chat-ui, say) may call the
+//! server from the browser; pages of other websites may not, unless [`Server::cors`] names them:
+//!
+//! ```
+//! use graphwright_server::{Cors, Server};
+//!
+//! let server = Server::new().cors(Cors::loopback().allow_origin("https://chat.example.com"));
+//! ```
+//!
+//! `/metrics` reports runs, the queue and requests in Prometheus's text format.
 //!
 //! Threads, runs and the store live in one SQLite file for one process
 //! ([`Server::sqlite`]), or with the `postgres` feature in a PostgreSQL database that several
