@@ -4,8 +4,8 @@
 //! reconnecting to a resumable stream, the multitask strategies, cancellation, the store, and bad
 //! input. With the JavaScript client (`@langchain/langgraph-sdk`, `tests/server/js_scenarios.mjs`):
 //! a streamed run as chat UIs request it, subgraph events, the `events` mode, joining a thread's
-//! stream, interrupt and resume, thread search and history. This file serves the graphs they use
-//! and runs them.
+//! stream, interrupt and resume, thread search and history, assistant versions and subgraph
+//! schemas. This file serves the graphs they use and runs them.
 //!
 //! `scripts/test` prepares both clients: `GRAPHWRIGHT_TEST_PYTHON` names the interpreter of a
 //! virtualenv holding `langgraph-sdk`, `GRAPHWRIGHT_TEST_JS_SDK` a folder whose `node_modules`
@@ -13,6 +13,7 @@
 
 use graphwright::prelude::*;
 use graphwright_server::Server;
+use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
 
@@ -130,6 +131,7 @@ mod broken {
 mod nested {
     use graphwright::prelude::*;
 
+    /// The trail of the graph that holds the subgraph.
     #[state]
     pub struct State {
         #[reducer(append)]
@@ -156,6 +158,7 @@ mod nested {
 mod inner {
     use graphwright::prelude::*;
 
+    /// The trail of the subgraph.
     #[state]
     pub struct State {
         #[reducer(append)]
@@ -165,6 +168,26 @@ mod inner {
     #[node(entry, next = END)]
     fn work(_state: &State) -> StateUpdate {
         StateUpdate::new().trail(vec!["inner".into()])
+    }
+}
+
+/// Two levels of subgraphs: its node `outer` runs `nested`, whose node `inner` runs `inner`.
+#[graph]
+mod layered {
+    use graphwright::prelude::*;
+
+    /// The outermost graph's state.
+    #[state]
+    pub struct State {
+        /// What the run is for.
+        pub label: String,
+        #[reducer(append)]
+        pub trail: Vec<String>,
+    }
+
+    #[node(entry, subgraph, next = END)]
+    fn outer() -> StateGraph<super::nested::State> {
+        super::nested::graph()
     }
 }
 
@@ -224,6 +247,18 @@ mod shipping {
         let rate = if state.speed == Speed::Express { 3 } else { 1 };
         let cents = u64::from(state.grams) * rate;
         StateUpdate::new().quotes(vec![format!("{cents} cents to {}, paid by {}", state.to.city, rt.context().account)])
+    }
+}
+
+impl From<&layered::State> for nested::State {
+    fn from(parent: &layered::State) -> Self {
+        Self { trail: parent.trail.clone() }
+    }
+}
+
+impl From<nested::State> for layered::StateUpdate {
+    fn from(child: nested::State) -> Self {
+        Self::new().trail(Overwrite(child.trail))
     }
 }
 
@@ -321,6 +356,7 @@ fn with_graphs(server: Server) -> Server {
         .graph("slow", slow::graph().compile().unwrap())
         .graph("broken", broken::graph().compile().unwrap())
         .graph("nested", nested::graph().compile().unwrap())
+        .graph("layered", layered::graph().compile().unwrap())
         .graph(
             "forecast",
             graphwright::prebuilt::react_agent(Forecaster::default(), tools![Weather]).compile().unwrap(),
@@ -415,6 +451,80 @@ async fn an_idle_thread_stream_sends_keep_alive_comments() {
     assert!(refused.starts_with("HTTP/1.1 404") && refused.contains("no-such-thread"), "{refused}");
 }
 
+/// Sends `body` (JSON) to the server at `addr`; the status and the JSON answer.
+async fn call(addr: std::net::SocketAddr, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+    let request = reqwest::Client::new()
+        .request(method, format!("http://{addr}{path}"))
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// What a server that kept no versions leaves: an assistant updated twice (its version 3).
+async fn leave_an_updated_assistant(addr: std::net::SocketAddr) -> String {
+    let create = json!({"graph_id": "shipping", "context": {"account": "first"}});
+    let (status, made) = call(addr, reqwest::Method::POST, "/assistants", create).await;
+    assert_eq!(status, 200, "{made}");
+    let id = made["assistant_id"].as_str().unwrap().to_owned();
+    for account in ["second", "third"] {
+        let patch = json!({"context": {"account": account}});
+        let (status, _) = call(addr, reqwest::Method::PATCH, &format!("/assistants/{id}"), patch).await;
+        assert_eq!(status, 200);
+    }
+    id
+}
+
+/// Checks that records made before versions were kept, opened by the server at `addr`, have
+/// each assistant's current configuration as its one kept version, and go on from there.
+async fn check_versions_gained(addr: std::net::SocketAddr, id: &str) {
+    let versions = |addr| async move {
+        let (status, list) = call(addr, reqwest::Method::POST, &format!("/assistants/{id}/versions"), json!({})).await;
+        assert_eq!(status, 200, "{list}");
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v["version"].as_i64().unwrap(), v["context"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(versions(addr).await, [(3, json!({"account": "third"}))], "the current configuration, kept");
+    let (status, _) =
+        call(addr, reqwest::Method::PATCH, &format!("/assistants/{id}"), json!({"context": {"account": "fourth"}}))
+            .await;
+    assert_eq!(status, 200);
+    let (status, back) =
+        call(addr, reqwest::Method::POST, &format!("/assistants/{id}/latest"), json!({"version": 3})).await;
+    assert_eq!(
+        (status, back["version"].clone(), back["context"].clone()),
+        (200, json!(3), json!({"account": "third"}))
+    );
+    let (status, _) =
+        call(addr, reqwest::Method::POST, &format!("/assistants/{id}/latest"), json!({"version": 2})).await;
+    assert_eq!(status, 404, "versions before the records kept them are not made up");
+    let default = default_assistant_id("chat");
+    let (status, kept) = call(addr, reqwest::Method::POST, &format!("/assistants/{default}/versions"), json!({})).await;
+    assert_eq!((status, kept[0]["version"].clone(), kept.as_array().map(Vec::len)), (200, json!(1), Some(1)));
+}
+
+/// The id LangGraph (and this server) gives a graph's default assistant.
+fn default_assistant_id(graph: &str) -> String {
+    let namespace = uuid::Uuid::parse_str("6ba7b821-9dad-11d1-80b4-00c04fd430c8").unwrap();
+    uuid::Uuid::new_v5(&namespace, graph.as_bytes()).to_string()
+}
+
+/// A file written by a server that kept no versions: opened again, each assistant keeps its
+/// current configuration as its version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_sqlite_file_gains_assistant_versions_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.db");
+    let id = leave_an_updated_assistant(serve(&path).await).await;
+    rusqlite::Connection::open(&path).unwrap().execute_batch("DROP TABLE gw_assistant_versions").unwrap();
+    check_versions_gained(serve(&path).await, &id).await;
+}
+
 /// Opens `url` in headless Chromium (through playwright-core), waits for the run the page
 /// starts to end, saves a screenshot at `picture` and returns the page's HTML.
 async fn open_page(url: String, picture: &std::path::Path) -> String {
@@ -498,7 +608,10 @@ mod postgres_server;
 /// sharing one database (`tests/server/cluster_scenarios.py`).
 #[cfg(feature = "postgres")]
 mod on_postgres {
-    use super::{Server, prepared, run_script, serve_with, with_graphs};
+    use super::{
+        Server, check_versions_gained, leave_an_updated_assistant, prepared, run_script, serve_with, with_graphs,
+    };
+    use graphwright::checkpoint::deadpool_postgres::tokio_postgres;
     use std::io::{BufRead, BufReader};
     use std::process::{Child, Command, Stdio};
 
@@ -515,6 +628,18 @@ mod on_postgres {
         let addr = serve_with(with_graphs(Server::new()).postgres(schema.url())).await;
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/sdk_scenarios.py");
         run_script(python, script, vec![format!("http://{addr}")], vec![]).await;
+    }
+
+    /// A database written by a server that kept no versions: opened again, each assistant keeps
+    /// its current configuration as its version.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_older_postgres_database_gains_assistant_versions_when_opened() {
+        let schema = TestSchema::new("server_versions");
+        let id = leave_an_updated_assistant(serve_with(with_graphs(Server::new()).postgres(schema.url())).await).await;
+        let (client, connection) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client.batch_execute("DROP TABLE gw_assistant_versions").await.unwrap();
+        check_versions_gained(serve_with(with_graphs(Server::new()).postgres(schema.url())).await, &id).await;
     }
 
     /// A server process of [`two_server_processes_share_one_postgres`]: this test binary run

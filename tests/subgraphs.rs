@@ -462,3 +462,88 @@ async fn subgraphs_of_sync_nodes_end_the_same_run_in_place_as_run_as_tasks() {
     }
     assert_eq!(chain(&in_place), chain(&as_task));
 }
+
+#[graph]
+mod talk {
+    use super::*;
+
+    /// A conversation.
+    #[state]
+    pub struct State {
+        #[reducer(messages)]
+        pub messages: Vec<Message>,
+    }
+
+    #[node(entry, next = END)]
+    fn reply(_state: &State) -> StateUpdate {
+        StateUpdate::new().messages(vec![Message::assistant("hi")])
+    }
+}
+
+/// The names of a schema's properties.
+fn properties(schema: &serde_json::Value) -> Vec<&str> {
+    schema["properties"].as_object().map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default()
+}
+
+#[test]
+fn subgraphs_describe_what_their_nodes_run_two_levels_down() {
+    let app = desk::graph().compile().unwrap();
+    let subgraphs = app.subgraphs();
+    let nodes: Vec<&str> = subgraphs.iter().map(graphwright::Subgraph::node).collect();
+    assert_eq!(nodes, ["research"]);
+    assert_eq!(nodes, app.drawing().subgraphs, "the drawing's subgraph nodes, described");
+
+    let research = &subgraphs[0];
+    assert_eq!(research.name(), "research");
+    let schema = research.state_schema().to_value();
+    assert_eq!(properties(&schema), ["approved", "notes", "topic"], "the child's state, not the parent's");
+    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema", "as `schema_for!` makes it");
+    assert!(research.message_fields().is_empty());
+
+    let inner = research.subgraphs();
+    assert_eq!(inner.len(), 1, "the child's own subgraph node");
+    assert_eq!((inner[0].node(), inner[0].name()), ("review", "review"));
+    assert_eq!(inner[0].state_schema(), research.state_schema(), "`review` runs over research's state");
+    assert!(inner[0].subgraphs().is_empty(), "the bottom");
+
+    assert!(research::graph().compile().unwrap().subgraphs()[0].subgraphs().is_empty());
+    assert!(fragile::graph().compile().unwrap().subgraphs().is_empty(), "a graph without subgraph nodes");
+}
+
+#[test]
+fn a_subgraph_schema_is_made_by_the_callers_generator_with_its_message_fields() {
+    let app = StateGraph::<talk::State>::new()
+        .add_subgraph("talk", talk::graph())
+        .add_edge(START, "talk")
+        .add_edge("talk", END)
+        .compile()
+        .unwrap();
+    let talk = &app.subgraphs()[0];
+    assert_eq!(talk.message_fields(), ["messages"]);
+    assert_eq!(talk.state_schema().to_value()["description"], "A conversation.");
+
+    let mut generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    let schema = talk.state_schema_in(&mut generator).to_value();
+    assert_eq!(schema["properties"]["messages"]["items"]["$ref"], "#/definitions/Message", "draft 7's references");
+    let message = generator.subschema_for::<Message>().to_value();
+    assert_eq!(message["$ref"], "#/definitions/Message", "the same generator: one definition, one reference");
+}
+
+#[test]
+fn a_send_target_that_runs_a_subgraph_is_described_too() {
+    fn split(state: &Words) -> Vec<String> {
+        state.words.clone()
+    }
+    let app = StateGraph::<Words>::new()
+        .add_node("split", split)
+        .add_payload_subgraph::<String, _, _>("measure", measure::graph())
+        .add_edge(START, "split")
+        .add_send("split", "measure")
+        .add_edge("measure", END)
+        .compile()
+        .unwrap();
+    let subgraphs = app.subgraphs();
+    assert_eq!(subgraphs.len(), 1);
+    assert_eq!(subgraphs[0].node(), "measure");
+    assert_eq!(properties(&subgraphs[0].state_schema().to_value()), ["length", "word"]);
+}

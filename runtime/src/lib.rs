@@ -101,8 +101,8 @@ pub use config::{Durability, RunConfig};
 pub use error::{BuildError, GraphError, NodeError, PanicError, TimeoutError};
 pub use graph::{
     CompiledGraph, DEFAULT_RECURSION_LIMIT, Drawing, DrawnEdge, FullUpdate, IntoSubgraph, NodeSpec, ParentGotoError,
-    PendingTask, RunFailure, RunOutput, RunStatus, StateGraph, StateSnapshot, SubgraphError, SubgraphSnapshot,
-    SubgraphState,
+    PendingTask, RunFailure, RunOutput, RunStatus, StateGraph, StateSnapshot, Subgraph, SubgraphError,
+    SubgraphSnapshot, SubgraphState,
 };
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;

@@ -4,7 +4,7 @@
 // Usage: node js_scenarios.mjs http://127.0.0.1:PORT SDK_DIR
 //
 // SDK_DIR is a folder whose node_modules holds the client (scripts/test prepares one). The
-// graphs (chat, approval, nested) are served by tests/server_sdk.rs.
+// graphs (chat, approval, nested, layered, shipping) are served by tests/server_sdk.rs.
 
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
@@ -217,6 +217,33 @@ scenario(async function join_a_threads_stream() {
     seen.slice(middle + 1).map((p) => [p.event, p.id]),
   );
   assert.deepEqual(named(replay, "updates").at(-1), { agent: named(seen, "updates").at(-1).agent });
+});
+
+// Versions and subgraphs as this client asks for them: `latest` takes the version in the body,
+// and a nested namespace goes into the path as it is, its `|` unescaped.
+scenario(async function assistant_versions_and_subgraphs() {
+  const made = await client.assistants.create({ graphId: "shipping", name: "js rates", context: { account: "one" } });
+  const updated = await client.assistants.update(made.assistant_id, { context: { account: "two" } });
+  assert.equal(updated.version, 2);
+  const versions = await client.assistants.getVersions(made.assistant_id);
+  assert.deepEqual(
+    versions.map((v) => [v.version, v.context.account]),
+    [
+      [2, "two"],
+      [1, "one"],
+    ],
+  );
+  const back = await client.assistants.setLatest(made.assistant_id, 1);
+  assert.deepEqual([back.version, back.context], [1, { account: "one" }]);
+  await assert.rejects(client.assistants.setLatest(made.assistant_id, 5), (error) => error.status === 404);
+  await client.assistants.delete(made.assistant_id);
+
+  assert.deepEqual(Object.keys(await client.assistants.getSubgraphs("layered")), ["outer"]);
+  const every = await client.assistants.getSubgraphs("layered", { recurse: true });
+  assert.deepEqual(Object.keys(every).sort(), ["outer", "outer|inner"]);
+  const deep = await client.assistants.getSubgraphs("layered", { namespace: "outer|inner", recurse: true });
+  assert.deepEqual(deep, { "outer|inner": every["outer|inner"] });
+  assert.equal(deep["outer|inner"].state_schema.description, "The trail of the subgraph.");
 });
 
 // A missing thread is a 404 the client reports, not a hang or a crash.

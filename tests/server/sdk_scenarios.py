@@ -4,13 +4,14 @@ Usage: python sdk_scenarios.py http://127.0.0.1:PORT
 
 Each scenario exercises one part of the Agent Server API the way LangGraph users call it, and
 asserts what LangGraph's own server answers. The graphs (chat, approval, slow, broken, nested,
-forecast: a ReAct agent over a model that streams and a weather tool, and shipping) are served
-by tests/server_sdk.rs.
+layered: nested as a subgraph, forecast: a ReAct agent over a model that streams and a weather
+tool, and shipping) are served by tests/server_sdk.rs.
 """
 
 import asyncio
 import inspect
 import json
+import re
 import sys
 import uuid
 
@@ -76,6 +77,8 @@ async def system_endpoints():
         assert (await http.get("/ok")).json() == {"ok": True}
         info = (await http.get("/info")).json()
         assert info["flags"]["crons"] is True
+        for flag in ["assistant_versions", "subgraphs", "thread_storage", "docs"]:
+            assert info["flags"][flag] is True, (flag, info["flags"])
         missing = await http.get("/no/such/route")
         assert missing.status_code == 404 and "detail" in missing.json()
         crons = await http.post("/runs/crons", json={})
@@ -882,6 +885,193 @@ async def disconnect_cancels_when_asked():
     run = (await client.runs.list(tid))[0]
     values = await client.runs.join(tid, run["run_id"])
     assert (await client.runs.get(tid, run["run_id"]))["status"] == "success", values
+
+PARCEL = {"grams": 10, "contents": "books", "to": {"street": "Storgata 1", "city": "Oslo"}}
+
+
+@scenario
+async def assistant_versions():
+    """Every update keeps a version; going back to one makes its configuration current again,
+    and runs use it."""
+    mine = await client.assistants.create(
+        "shipping", name="rates", config={"tags": ["v1"]}, context={"account": "first"}, metadata={"team": "ops"})
+    aid = mine["assistant_id"]
+    assert mine["version"] == 1
+    second = await client.assistants.update(aid, config={"tags": ["v2"]}, context={"account": "second"},
+                                            metadata={"stage": "b"})
+    assert second["version"] == 2 and second["metadata"] == {"team": "ops", "stage": "b"}
+    third = await client.assistants.update(aid, context={"account": "third"}, name="rates 3")
+    assert third["version"] == 3
+
+    versions = await client.assistants.get_versions(aid)
+    assert [v["version"] for v in versions] == [3, 2, 1], versions
+    assert [v["context"]["account"] for v in versions] == ["third", "second", "first"]
+    assert [v["config"] for v in versions] == [{"tags": ["v2"]}, {"tags": ["v2"]}, {"tags": ["v1"]}]
+    assert [v["name"] for v in versions] == ["rates 3", "rates", "rates"]
+    assert all(v["assistant_id"] == aid and v["graph_id"] == "shipping" for v in versions)
+    # Each is an `Assistant` as LangGraph's document describes it; a version never changes.
+    assert all(v["updated_at"] == v["created_at"] for v in versions), versions
+    assert [v["version"] for v in await client.assistants.get_versions(aid, metadata={"stage": "b"})] == [3, 2]
+    assert [v["version"] for v in await client.assistants.get_versions(aid, limit=1, offset=1)] == [2]
+    assert await client.assistants.get_versions(aid, metadata={"stage": "z"}) == []
+    assert await client.assistants.get_versions(aid, offset=3) == []
+
+    back = await client.assistants.set_latest(aid, 1)
+    assert back["version"] == 1, back
+    assert (back["config"], back["context"], back["name"], back["metadata"]) == (
+        {"tags": ["v1"]}, {"account": "first"}, "rates", {"team": "ops"}), back
+    assert await client.assistants.get(aid) == back
+    result = await client.runs.wait(None, aid, input=PARCEL)
+    assert result["quotes"] == ["10 cents to Oslo, paid by first"], result
+    thread = await client.threads.create()
+    result = await client.runs.wait(thread["thread_id"], aid, input=PARCEL)
+    assert result["quotes"] == ["10 cents to Oslo, paid by first"], result
+
+    # An update after going back is a new version, made from the one in use.
+    fourth = await client.assistants.update(aid, metadata={"after": True})
+    assert fourth["version"] == 4 and fourth["context"] == {"account": "first"}, fourth
+    assert [v["version"] for v in await client.assistants.get_versions(aid)] == [4, 3, 2, 1]
+    forward = await client.assistants.set_latest(aid, 3)
+    assert (forward["version"], forward["context"]) == (3, {"account": "third"})
+    result = await client.runs.wait(None, aid, input=PARCEL)
+    assert result["quotes"] == ["10 cents to Oslo, paid by third"], result
+
+    # A graph's default assistant is its version 1.
+    default = await client.assistants.get("approval")
+    kept = await client.assistants.get_versions(default["assistant_id"])
+    assert [(v["version"], v["metadata"]) for v in kept] == [(1, {"created_by": "system"})], kept
+
+    # Failures: unknown assistant, unknown version, bad bodies; a deleted assistant's versions go.
+    nobody = str(uuid.uuid4())
+    await refused(client.assistants.get_versions(nobody), NotFoundError, "versions of an unknown assistant")
+    await refused(client.assistants.set_latest(nobody, 1), NotFoundError, "set_latest of an unknown assistant")
+    await refused(client.assistants.set_latest(aid, 9), NotFoundError, "an unknown version was made current")
+    assert (await client.assistants.get(aid))["version"] == 3, "a refused set_latest changed nothing"
+    async with httpx.AsyncClient(base_url=URL) as http:
+        for body in [{}, {"version": "one"}, {"version": None}]:
+            answer = await http.post(f"/assistants/{aid}/latest", json=body)
+            assert answer.status_code == 422, (body, answer.status_code, answer.text)
+        by_query = await http.post(f"/assistants/{aid}/latest?version=2")
+        assert by_query.status_code == 200 and by_query.json()["version"] == 2, by_query.text
+        for body in [{"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "ten"}, {"metadata": 5}]:
+            answer = await http.post(f"/assistants/{aid}/versions", json=body)
+            assert answer.status_code == 422, (body, answer.status_code, answer.text)
+        assert "detail" in answer.json()
+    await client.assistants.delete(aid)
+    await refused(client.assistants.get_versions(aid), NotFoundError, "versions of a deleted assistant")
+
+
+@scenario
+async def subgraphs():
+    """The schemas of the graphs subgraph nodes run, keyed as LangGraph keys them."""
+    nested = await client.assistants.get_subgraphs("nested")
+    assert list(nested) == ["inner"], nested
+    inner = nested["inner"]
+    assert set(inner) == {"input_schema", "output_schema", "state_schema", "config_schema", "context_schema"}
+    for key in ["input_schema", "output_schema", "state_schema", "config_schema"]:
+        validator(inner[key])
+    assert inner["state_schema"]["description"] == "The trail of the subgraph.", inner["state_schema"]
+    assert inner["state_schema"]["required"] == ["trail"] and "required" not in inner["input_schema"]
+    assert inner["context_schema"] is None, "a subgraph runs with its parent's context: none here"
+    assert await client.assistants.get_subgraphs("chat") == {}
+
+    top = await client.assistants.get_subgraphs("layered")
+    assert list(top) == ["outer"], top
+    assert top["outer"]["state_schema"]["description"] == "The trail of the graph that holds the subgraph."
+    own = await client.assistants.get_schemas("layered")
+    assert "label" in own["state_schema"]["properties"] and "label" not in top["outer"]["state_schema"]["properties"]
+    every = await client.assistants.get_subgraphs("layered", recurse=True)
+    assert sorted(every) == ["outer", "outer|inner"], every
+    assert every["outer|inner"] == inner, "the same subgraph, whichever graph holds it"
+    assert await client.assistants.get_subgraphs("layered", namespace="outer") == {"outer": top["outer"]}
+    assert await client.assistants.get_subgraphs("layered", namespace="outer", recurse=True) == {"outer": top["outer"]}
+    deep = await client.assistants.get_subgraphs("layered", namespace="outer|inner", recurse=True)
+    assert deep == {"outer|inner": inner}, deep
+    # As LangGraph answers: a nested namespace needs `recurse`, and an unknown one matches nothing.
+    assert await client.assistants.get_subgraphs("layered", namespace="outer|inner") == {}
+    assert await client.assistants.get_subgraphs("layered", namespace="inner", recurse=True) == {}
+    assert await client.assistants.get_subgraphs("layered", namespace="out", recurse=True) == {}
+
+    async with httpx.AsyncClient(base_url=URL) as http:
+        # The namespace unescaped, as JavaScript's client sends it.
+        raw = await http.get("/assistants/layered/subgraphs/outer|inner?recurse=true")
+        assert raw.status_code == 200 and raw.json() == deep, raw.text
+        bad = await http.get("/assistants/layered/subgraphs?recurse=maybe")
+        assert bad.status_code == 422 and "recurse" in bad.json()["detail"], bad.text
+    await refused(client.assistants.get_subgraphs(str(uuid.uuid4())), NotFoundError, "an unknown assistant's subgraphs")
+
+
+def storage_fits(storage, tid):
+    """Checks `storage` has the shape of LangGraph's `ThreadStorage` and adds up."""
+    assert storage["thread_id"] == tid
+    for part in ["checkpoints", "pending_writes"]:
+        assert set(storage[part]) == {"count", "bytes"}, storage
+    assert storage["channel_values"] == {"count": 0, "bytes": 0, "by_channel": {}}, storage
+    assert storage["total_bytes"] == storage["checkpoints"]["bytes"] + storage["pending_writes"]["bytes"], storage
+
+
+@scenario
+async def thread_storage():
+    async with httpx.AsyncClient(base_url=URL) as http:
+        async def storage(tid):
+            answer = await http.get(f"/threads/{tid}/storage")
+            assert answer.status_code == 200, answer.text
+            storage_fits(answer.json(), tid)
+            return answer.json()
+
+        thread = await client.threads.create()
+        tid = thread["thread_id"]
+        empty = await storage(tid)
+        assert empty["total_bytes"] == 0 and empty["checkpoints"]["count"] == 0, empty
+
+        await client.runs.wait(tid, "chat", input={"messages": [{"type": "human", "content": "hi"}]})
+        once = await storage(tid)
+        history = await client.threads.get_history(tid, limit=100)
+        assert once["checkpoints"]["count"] == len(history), (once, len(history))
+        assert once["pending_writes"]["count"] > 0 and once["checkpoints"]["bytes"] > 0, once
+        await client.runs.wait(tid, "chat", input={"messages": [{"type": "human", "content": "a much longer message " * 20}]})
+        twice = await storage(tid)
+        assert twice["checkpoints"]["count"] > once["checkpoints"]["count"], (once, twice)
+        assert twice["pending_writes"]["bytes"] - once["pending_writes"]["bytes"] > 400, "the message is stored"
+
+        # A subgraph's checkpoints are stored under the thread, and counted with it.
+        nested = await client.threads.create()
+        await client.runs.wait(nested["thread_id"], "nested", input={"trail": []})
+        counted = await storage(nested["thread_id"])
+        own = await client.threads.get_history(nested["thread_id"], limit=100)
+        assert counted["checkpoints"]["count"] > len(own), (counted, len(own))
+
+        missing = await http.get(f"/threads/{uuid.uuid4()}/storage")
+        assert missing.status_code == 404 and "not found" in missing.json()["detail"], missing.text
+        await client.threads.delete(tid)
+        gone = await http.get(f"/threads/{tid}/storage")
+        assert gone.status_code == 404, gone.text
+
+
+@scenario
+async def docs_page():
+    """`/docs` lists the operations served, each answered by a route of the server."""
+    async with httpx.AsyncClient(base_url=URL, timeout=10) as http:
+        page = await http.get("/docs")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), page.headers
+        assert 'href="https://docs.langchain.com/langsmith/server-api-ref"' in page.text
+        rows = re.findall(r'<tr data-methods="([A-Z ]+)" data-path="([^"]+)">', page.text)
+        listed = {(method, path) for methods, path in rows for method in methods.split()}
+        for wanted in [("POST", "/assistants/{assistant_id}/versions"), ("POST", "/assistants/{assistant_id}/latest"),
+                       ("GET", "/assistants/{assistant_id}/subgraphs/{namespace}"),
+                       ("GET", "/threads/{thread_id}/storage"), ("GET", "/docs"), ("POST", "/runs/wait")]:
+            assert wanted in listed, wanted
+        assert len(listed) > 60, len(listed)
+        for method, path in sorted(listed):
+            # Ids nothing has: every route answers, none with "no route".
+            url = re.sub(r"\{[a-z_]+\}", "nothing-here", path)
+            async with http.stream(method, url, json={} if method in ("POST", "PUT", "PATCH") else None) as answer:
+                if answer.status_code == 404:
+                    assert b"no route" not in await answer.aread(), (method, path)
+                assert answer.status_code < 500, (method, path, answer.status_code)
+                # MCP's transport answers the methods it takes itself; every other route is
+                # the router's, which answers 405 for a method it does not serve.
+                assert answer.status_code != 405 or path == "/mcp", (method, path)
 
 
 async def main():

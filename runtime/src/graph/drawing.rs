@@ -1,6 +1,8 @@
-//! A compiled graph's shape as data: its nodes and edges, for tools that draw or describe it.
+//! A compiled graph's shape as data: its nodes and edges, and its subgraph nodes described, for
+//! tools that draw or describe it.
 
 use super::compiled::{CompiledGraph, Inner, Target};
+use super::describe::Subgraph;
 use crate::node::{END, START};
 use crate::state::State;
 
@@ -98,6 +100,18 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             edges: edges.list,
             subgraphs: inner.nodes.iter().filter(|n| n.subgraph.is_some()).map(|n| n.name.to_string()).collect(),
         }
+    }
+}
+
+impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
+    /// The graph's subgraph nodes (`#[node(subgraph)]`, [`StateGraph::add_subgraph`] and the
+    /// other `add_*subgraph` methods), in declaration order, each with the graph it runs
+    /// described: its state's JSON Schema and its own subgraph nodes. See [`Subgraph`].
+    ///
+    /// [`StateGraph::add_subgraph`]: crate::StateGraph::add_subgraph
+    pub fn subgraphs(&self) -> Vec<Subgraph> {
+        let nodes = &self.inner().nodes;
+        nodes.iter().filter_map(|node| node.subgraph.as_ref().map(|child| child.describe(&node.name))).collect()
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod builder;
 mod compiled;
+mod describe;
 mod drawing;
 mod into_node;
 mod node_spec;
@@ -11,6 +12,7 @@ mod threads;
 
 pub use builder::StateGraph;
 pub use compiled::CompiledGraph;
+pub use describe::Subgraph;
 pub use drawing::{Drawing, DrawnEdge};
 pub use into_node::{AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode, marker};
 pub use node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};

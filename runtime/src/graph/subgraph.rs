@@ -281,6 +281,9 @@ pub(crate) trait Inspect: Send + Sync {
         key: String,
         namespace: Vec<String>,
     ) -> futures::future::BoxFuture<'a, Result<Option<SubgraphSnapshot>, GraphError>>;
+
+    /// The subgraph, as run by the node `node`, described without its types.
+    fn describe(&self, node: &str) -> super::describe::Subgraph;
 }
 
 /// A subgraph's state as [`CompiledGraph::get_state_with_subgraphs`] shows it, inside the
@@ -336,6 +339,10 @@ impl<CS: State, C: Send + Sync + 'static> Inspect for Child<CS, C> {
                 interrupts: snapshot.interrupts,
             }))
         })
+    }
+
+    fn describe(&self, node: &str) -> super::describe::Subgraph {
+        super::describe::Subgraph::of::<CS>(node, self.graph.name(), self.graph.subgraphs())
     }
 }
 

@@ -137,13 +137,7 @@ pub(super) async fn graph(State(app): State<Arc<App>>, Path(id): Path<String>) -
 pub(super) async fn schemas(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let assistant = app.assistant(&id).await?;
     let graph = app.graph(assistant["graph_id"].as_str().unwrap_or_default())?;
-    let schemas = graph.schemas();
-    Ok(json(&json!({
-        "graph_id": assistant["graph_id"],
-        "input_schema": &schemas.input,
-        "output_schema": &schemas.output,
-        "state_schema": &schemas.state,
-        "config_schema": &schemas.config,
-        "context_schema": &schemas.context,
-    })))
+    let mut answer = graph.schemas().fields();
+    answer.insert("graph_id".into(), assistant["graph_id"].clone());
+    Ok(json(&Value::Object(answer)))
 }

@@ -3,14 +3,18 @@
 mod a2a;
 mod assistants;
 mod crons;
+mod docs;
 mod mcp;
 mod page;
 mod respond;
 mod runs;
+mod storage;
 mod store;
+mod subgraphs;
 mod system;
 mod thread_stream;
 mod threads;
+mod versions;
 
 use crate::app::App;
 use axum::Router;
@@ -27,12 +31,17 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/ok", get(system::ok))
         .route("/info", get(system::info))
         .route("/metrics", get(system::metrics))
+        .route("/docs", get(docs::get))
         .route("/assistants", post(assistants::create))
         .route("/assistants/search", post(assistants::search))
         .route("/assistants/count", post(assistants::count))
         .route("/assistants/{id}", get(assistants::get).patch(assistants::update).delete(assistants::delete))
         .route("/assistants/{id}/graph", get(assistants::graph))
         .route("/assistants/{id}/schemas", get(assistants::schemas))
+        .route("/assistants/{id}/subgraphs", get(subgraphs::all))
+        .route("/assistants/{id}/subgraphs/{namespace}", get(subgraphs::at))
+        .route("/assistants/{id}/versions", post(versions::list))
+        .route("/assistants/{id}/latest", post(versions::set_latest))
         .route("/threads", post(threads::create))
         .route("/threads/search", post(threads::search))
         .route("/threads/count", post(threads::count))
@@ -44,6 +53,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/threads/{id}/state/{checkpoint_id}", get(threads::state_at))
         .route("/threads/{id}/history", get(threads::history_query).post(threads::history))
         .route("/threads/{id}/stream", get(thread_stream::join))
+        .route("/threads/{id}/storage", get(storage::get))
         .route("/threads/{id}/runs", get(runs::list).post(runs::create))
         .route("/threads/{id}/runs/stream", post(runs::stream))
         .route("/threads/{id}/runs/wait", post(runs::wait))

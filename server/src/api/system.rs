@@ -1,4 +1,5 @@
-//! `/ok`, `/info`, `/metrics`, and the answer for a route the server does not have.
+//! `/ok`, `/info`, `/metrics`, and the answer for a route the server does not have (`/docs` is
+//! in `docs.rs`).
 
 use crate::app::App;
 use crate::error::ApiError;
@@ -22,7 +23,16 @@ pub(super) async fn info() -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "server": "graphwright-server",
-        "flags": {"assistants": true, "crons": true, "langsmith": false, "store": true},
+        "flags": {
+            "assistants": true,
+            "assistant_versions": true,
+            "subgraphs": true,
+            "thread_storage": true,
+            "docs": true,
+            "crons": true,
+            "langsmith": false,
+            "store": true,
+        },
     }))
 }
 

@@ -206,8 +206,9 @@ macro_rules! on_backend {
     };
 }
 
-// Declared after `on_backend!`, which it uses.
+// Declared after `on_backend!`, which they use.
 pub(crate) mod crons;
+pub(crate) mod versions;
 
 impl Meta {
     /// Adds an assistant, or finds the one with its id (a conflict if `raise`).
@@ -224,7 +225,7 @@ impl Meta {
         on_backend!(self, db => db.assistants().await)
     }
 
-    /// Replaces an assistant's fields with `merged`'s, bumping its version.
+    /// Replaces an assistant's fields with `merged`'s as its next version, which is kept.
     pub(crate) async fn update_assistant(&self, id: &str, merged: Value) -> Result<Option<Value>, ApiError> {
         on_backend!(self, db => db.update_assistant(id, merged).await)
     }

@@ -4,12 +4,14 @@
 //! cancel it.
 
 mod crons;
+mod versions;
 
 use super::{
     ASSISTANT_COLUMNS, AssistantRow, Columns, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck,
     assistant_json, check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
 };
 use crate::error::ApiError;
+use crate::meta::versions::NEXT_VERSION;
 use crate::runs::request::Multitask;
 use crate::time;
 use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, Row};
@@ -103,6 +105,7 @@ impl PgMeta {
         tx.execute("SELECT pg_advisory_xact_lock($1, 0)", &[&SCHEMA_LOCK]).await?;
         tx.batch_execute(SCHEMA).await?;
         tx.batch_execute(crons::SCHEMA).await?;
+        tx.batch_execute(&versions::schema()).await?;
         tx.commit().await?;
         Ok(meta)
     }
@@ -132,30 +135,39 @@ impl PgMeta {
     }
 
     pub(crate) async fn update_assistant(&self, id: &str, merged: Value) -> Result<Option<Value>, ApiError> {
-        let client = self.client().await?;
-        client
-            .execute(
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        // Locked first, so the update's statement starts after any other update of the
+        // assistant committed, and counts the version that one kept.
+        tx.execute("SELECT 1 FROM gw_assistants WHERE assistant_id = $1 FOR UPDATE", &[&id]).await?;
+        tx.execute(
+            &format!(
                 "UPDATE gw_assistants SET graph_id = $2, config = $3, context = $4, metadata = $5, name = $6,
-                 description = $7, version = version + 1, updated_at = $8 WHERE assistant_id = $1",
-                &[
-                    &id,
-                    &merged["graph_id"].as_str().unwrap_or_default(),
-                    &text(&merged["config"]),
-                    &text(&merged["context"]),
-                    &text(&merged["metadata"]),
-                    &merged["name"].as_str().unwrap_or_default(),
-                    &merged["description"].as_str(),
-                    &time::now(),
-                ],
-            )
-            .await?;
-        assistant(&client, id).await
+                     description = $7, version = {NEXT_VERSION}, updated_at = $8 WHERE assistant_id = $1"
+            ),
+            &[
+                &id,
+                &merged["graph_id"].as_str().unwrap_or_default(),
+                &text(&merged["config"]),
+                &text(&merged["context"]),
+                &text(&merged["metadata"]),
+                &merged["name"].as_str().unwrap_or_default(),
+                &merged["description"].as_str(),
+                &time::now(),
+            ],
+        )
+        .await?;
+        versions::keep_current(&tx, id).await?;
+        let updated = assistant(&tx, id).await?;
+        tx.commit().await?;
+        Ok(updated)
     }
 
     pub(crate) async fn delete_assistant(&self, id: &str) -> Result<bool, ApiError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         crons::delete_assistant_crons(&tx, id).await?;
+        versions::delete_versions(&tx, id).await?;
         let n = tx.execute("DELETE FROM gw_assistants WHERE assistant_id = $1", &[&id]).await?;
         tx.commit().await?;
         Ok(n == 1)
@@ -420,6 +432,9 @@ async fn insert_assistant(client: &impl GenericClient, row: &AssistantRow) -> Re
             ],
         )
         .await?;
+    if n == 1 {
+        versions::keep_current(client, &row.assistant_id).await?;
+    }
     Ok(n == 1)
 }
 

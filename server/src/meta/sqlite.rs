@@ -1,12 +1,14 @@
 //! The records in SQLite: one connection, one server process per file.
 
 mod crons;
+mod versions;
 
 use super::{
     ASSISTANT_COLUMNS, AssistantRow, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
     check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
 };
 use crate::error::ApiError;
+use crate::meta::versions::NEXT_VERSION;
 use crate::runs::request::Multitask;
 use crate::time;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -59,6 +61,7 @@ impl SqliteMeta {
         }
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(crons::SCHEMA)?;
+        conn.execute_batch(&versions::schema())?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
 
@@ -101,10 +104,13 @@ impl SqliteMeta {
     pub(crate) async fn update_assistant(&self, id: &str, merged: Value) -> Result<Option<Value>, ApiError> {
         let id = id.to_owned();
         self.call(move |conn| {
+            let tx = write(conn)?;
             exec(
-                conn,
-                "UPDATE gw_assistants SET graph_id = ?2, config = ?3, context = ?4, metadata = ?5, name = ?6,
-                 description = ?7, version = version + 1, updated_at = ?8 WHERE assistant_id = ?1",
+                &tx,
+                &format!(
+                    "UPDATE gw_assistants SET graph_id = ?2, config = ?3, context = ?4, metadata = ?5, name = ?6,
+                     description = ?7, version = {NEXT_VERSION}, updated_at = ?8 WHERE assistant_id = ?1"
+                ),
                 params![
                     id,
                     merged["graph_id"].as_str().unwrap_or_default(),
@@ -116,7 +122,10 @@ impl SqliteMeta {
                     time::now()
                 ],
             )?;
-            Ok(assistant(conn, &id)?)
+            versions::keep_current(&tx, &id)?;
+            let updated = assistant(&tx, &id)?;
+            tx.commit()?;
+            Ok(updated)
         })
         .await
     }
@@ -126,6 +135,7 @@ impl SqliteMeta {
         self.call(move |conn| {
             let tx = write(conn)?;
             crons::delete_assistant_crons(&tx, &id)?;
+            versions::delete_versions(&tx, &id)?;
             let n = exec(&tx, "DELETE FROM gw_assistants WHERE assistant_id = ?1", [id])?;
             tx.commit()?;
             Ok(n == 1)
@@ -420,6 +430,9 @@ fn insert_assistant(conn: &Connection, row: &AssistantRow) -> rusqlite::Result<b
             now
         ],
     )?;
+    if n == 1 {
+        versions::keep_current(conn, &row.assistant_id)?;
+    }
     Ok(n == 1)
 }
 

@@ -10,7 +10,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 use graphwright::checkpoint::ListFilter;
 use graphwright::{
     Checkpointer, CompiledGraph, Drawing, GraphError, Resume, RunCommand, RunConfig, RunInput, State, Store,
-    StreamMode, StreamModes,
+    StreamMode, StreamModes, Subgraph,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -145,6 +145,14 @@ impl<S: State, C: DeserializeOwned + JsonSchema + Send + Sync + 'static> Served 
 
     fn schemas(&self) -> &Schemas {
         self.schemas.get_or_init(Schemas::of::<S, C>)
+    }
+
+    fn subgraphs(&self) -> Vec<Subgraph> {
+        self.graph.subgraphs()
+    }
+
+    fn subgraph_schemas(&self, subgraph: &Subgraph) -> Schemas {
+        Schemas::of_subgraph::<C>(subgraph)
     }
 
     fn message_fields(&self) -> &'static [&'static str] {

@@ -13,7 +13,7 @@ pub(crate) use snapshot::interrupts_by_task;
 use crate::error::ApiError;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use graphwright::{Checkpointer, Drawing, Store};
+use graphwright::{Checkpointer, Drawing, Store, Subgraph};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -103,6 +103,10 @@ pub(crate) trait Served: Send + Sync + 'static {
     fn drawing(&self) -> Drawing;
     /// Its input, output, state, config and context schemas, made on the first call.
     fn schemas(&self) -> &Schemas;
+    /// Its subgraph nodes, each with the graph it runs described, and theirs.
+    fn subgraphs(&self) -> Vec<Subgraph>;
+    /// The schemas of `subgraph`, one of its subgraphs at any depth (run with its context).
+    fn subgraph_schemas(&self, subgraph: &Subgraph) -> Schemas;
     /// The state fields that hold chat messages (`State::MESSAGE_FIELDS`).
     fn message_fields(&self) -> &'static [&'static str];
     /// Checks a run's input and context before the run is accepted.

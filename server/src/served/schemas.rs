@@ -1,15 +1,16 @@
-//! The JSON Schemas `/assistants/{id}/schemas` serves for a graph: its input, output and state,
-//! made from the state type's schema with the message fields in the wire's shape, and its run
-//! context (also the schema of `config.configurable`, which the server reads as the context).
+//! The JSON Schemas `/assistants/{id}/schemas` serves for a graph (and `/assistants/{id}/subgraphs`
+//! for each of its subgraphs): its input, output and state, made from the state type's schema
+//! with the message fields in the wire's shape, and its run context (also the schema of
+//! `config.configurable`, which the server reads as the context).
 //!
 //! They are JSON Schema 2020-12 documents without `$schema` (as LangGraph serves them), with
 //! shared definitions under `$defs`, and without the number formats schemars adds (`uint32`,
 //! `double`, ..), which JSON Schema does not define and strict validators reject.
 
 use crate::wire::message_schema::{input_message, output_message};
-use graphwright::{Message, State};
+use graphwright::{Message, State, Subgraph};
 use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, SchemaGenerator};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -32,18 +33,40 @@ pub(crate) struct Schemas {
 impl Schemas {
     /// The schemas of a graph over `S` with the context `C`.
     pub(crate) fn of<S: State, C: JsonSchema>() -> Self {
-        let state = state_schema::<S>(output_message());
-        let mut input = state_schema::<S>(input_message());
+        Self::made(SchemaGenerator::root_schema_for::<S>, S::MESSAGE_FIELDS, context_schema::<C>())
+    }
+
+    /// The schemas of a subgraph of a graph whose context is `C` (a subgraph runs with its
+    /// parent's context).
+    pub(crate) fn of_subgraph<C: JsonSchema>(subgraph: &Subgraph) -> Self {
+        Self::made(|generator| subgraph.state_schema_in(generator), subgraph.message_fields(), context_schema::<C>())
+    }
+
+    /// The schemas of a state whose root schema `root` makes, whose `message_fields` hold chat
+    /// messages, run with the context whose schema is `context`.
+    fn made(root: impl Fn(&mut SchemaGenerator) -> Schema, message_fields: &[&str], context: Value) -> Self {
+        let state = state_schema(&root, message_fields, output_message());
+        let mut input = state_schema(&root, message_fields, input_message());
         if let Value::Object(root) = &mut input {
             root.remove("required");
         }
-        let context = context_schema::<C>();
         let config = if context.is_null() {
             json!({"type": "object", "properties": {}, "additionalProperties": false})
         } else {
             context.clone()
         };
         Self { input, output: state.clone(), state, config, context }
+    }
+
+    /// The five schemas as `/assistants/{id}/schemas` and `/assistants/{id}/subgraphs` name them.
+    pub(crate) fn fields(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert("input_schema".into(), self.input.clone());
+        fields.insert("output_schema".into(), self.output.clone());
+        fields.insert("state_schema".into(), self.state.clone());
+        fields.insert("config_schema".into(), self.config.clone());
+        fields.insert("context_schema".into(), self.context.clone());
+        fields
     }
 }
 
@@ -52,15 +75,16 @@ fn generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12().with(|s| s.meta_schema = None).into_generator()
 }
 
-/// The schema of `S`, its message fields holding `message` in place of graphwright's
-/// [`Message`].
-fn state_schema<S: State>(message: Value) -> Value {
+/// The state's schema `root` makes, its `message_fields` holding `message` in place of
+/// graphwright's [`Message`].
+fn state_schema(root: impl Fn(&mut SchemaGenerator) -> Schema, message_fields: &[&str], message: Value) -> Value {
     let mut generator = generator();
-    let mut schema = generator.root_schema_for::<S>().to_value();
-    if !S::MESSAGE_FIELDS.is_empty() {
+    let mut schema = root(&mut generator).to_value();
+    if !message_fields.is_empty() {
+        // Asked of the same generator, so the reference is the one the state's schema uses.
         let message_ref = generator.subschema_for::<Message>().to_value();
         if let Some(message_ref) = message_ref.get("$ref").and_then(Value::as_str) {
-            describe_messages(&mut schema, S::MESSAGE_FIELDS, message_ref, message);
+            describe_messages(&mut schema, message_fields, message_ref, message);
         }
     }
     drop_unknown_formats(&mut schema);
@@ -213,6 +237,37 @@ fn walk(schema: &mut Value, visit: &mut impl FnMut(&mut Map<String, Value>)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use graphwright::{END, START, StateGraph};
+
+    /// A conversation, for a subgraph with message fields.
+    #[graphwright::state]
+    struct Chat {
+        #[reducer(messages)]
+        messages: Vec<Message>,
+        turns: u32,
+    }
+
+    fn listen(_state: &Chat) -> ChatUpdate {
+        ChatUpdate::new()
+    }
+
+    #[test]
+    fn a_subgraph_is_described_as_its_state_would_be_on_its_own() {
+        let child = StateGraph::<Chat>::new().add_node("listen", listen).add_edge(START, "listen");
+        let parent = StateGraph::<Chat>::new()
+            .add_subgraph("talk", child.add_edge("listen", END))
+            .add_edge(START, "talk")
+            .add_edge("talk", END)
+            .compile()
+            .unwrap();
+        let subgraph = &parent.subgraphs()[0];
+        let (nested, direct) = (Schemas::of_subgraph::<()>(subgraph), Schemas::of::<Chat, ()>());
+        assert_eq!(nested.fields(), direct.fields());
+        let messages = &nested.state["properties"]["messages"]["items"]["$ref"];
+        assert_eq!(messages, "#/$defs/AnyMessage", "message fields as LangChain's messages");
+        assert!(nested.state["$defs"].get("Message").is_none(), "graphwright's own message type is gone");
+        assert!(nested.input.get("required").is_none() && nested.context.is_null());
+    }
 
     #[test]
     fn unused_definitions_go_and_used_ones_stay_with_what_they_use() {
