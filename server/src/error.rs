@@ -27,9 +27,6 @@ pub enum ApiError {
     /// The body is larger than the server accepts (413).
     #[error("{0}")]
     TooLarge(String),
-    /// The endpoint exists in the Agent Server API but this server does not offer it (501).
-    #[error("{0}")]
-    NotImplemented(String),
     /// The server's own storage failed (500); the request had no effect.
     #[error("the server's storage failed: {0}")]
     Storage(String),
@@ -47,7 +44,6 @@ impl ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             Self::Storage(_) | Self::Graph(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -62,7 +58,6 @@ impl ApiError {
             Self::Conflict(m) => Self::Conflict(prefix(m)),
             Self::Invalid(m) => Self::Invalid(prefix(m)),
             Self::TooLarge(m) => Self::TooLarge(prefix(m)),
-            Self::NotImplemented(m) => Self::NotImplemented(prefix(m)),
             Self::Storage(m) => Self::Storage(prefix(m)),
             Self::Graph(m) => Self::Graph(prefix(m)),
         }

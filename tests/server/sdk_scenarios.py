@@ -115,6 +115,19 @@ async def assistants():
 
 
 @scenario
+async def deleting_an_assistant_with_its_threads():
+    """`delete_threads=True` deletes the threads the assistant's runs ran on, and no other."""
+    doomed = await client.assistants.create("chat", name="doomed")
+    ran, untouched = await client.threads.create(), await client.threads.create()
+    await client.runs.wait(ran["thread_id"], doomed["assistant_id"], input={"messages": ["hi"]})
+    await client.runs.wait(untouched["thread_id"], "chat", input={"messages": ["hi"]})
+    await client.assistants.delete(doomed["assistant_id"], delete_threads=True)
+    await refused(client.threads.get(ran["thread_id"]), NotFoundError, "a thread of the deleted assistant was kept")
+    assert (await client.threads.get(untouched["thread_id"]))["thread_id"] == untouched["thread_id"]
+    await refused(client.assistants.get(doomed["assistant_id"]), NotFoundError, "the assistant was kept")
+
+
+@scenario
 async def threads_lifecycle():
     thread = await client.threads.create(metadata={"user": "ana"}, graph_id="approval")
     tid = thread["thread_id"]

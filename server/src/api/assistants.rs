@@ -5,9 +5,9 @@ use super::respond::{json, no_content, page};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::meta::{AssistantRow, contains};
-use crate::wire::body::Body;
+use crate::wire::body::{Body, Query};
 use crate::wire::names::{WIRE_END, WIRE_START, node_to_wire};
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -110,9 +110,25 @@ pub(super) async fn update(
     Ok(json(&updated.unwrap_or(Value::Null)))
 }
 
-pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+/// Deletes an assistant; with `?delete_threads=true`, first the threads whose metadata names it
+/// (those its runs ran on), as LangGraph's server does.
+pub(super) async fn delete(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let with_threads = Query::parse(raw.as_deref()).flag("delete_threads")?.unwrap_or(false);
     let assistant = app.assistant(&id).await?;
     let id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
+    if with_threads {
+        for thread in app.meta.threads().await? {
+            if thread["metadata"]["assistant_id"] == id.as_str()
+                && let Some(thread_id) = thread["thread_id"].as_str()
+            {
+                super::threads::delete_thread(&app, thread_id).await?;
+            }
+        }
+    }
     app.meta.delete_assistant(&id).await?;
     Ok(no_content())
 }

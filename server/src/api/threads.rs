@@ -117,7 +117,7 @@ pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) 
 }
 
 /// Stops a thread's runs, then deletes its checkpoints, runs and record.
-async fn delete_thread(app: &App, id: &str) -> Result<(), ApiError> {
+pub(super) async fn delete_thread(app: &App, id: &str) -> Result<(), ApiError> {
     for run in app.meta.open_runs(id).await? {
         if let Some(live) = app.follow(id, &run).await? {
             live.cancel(Cancel::Interrupt);
