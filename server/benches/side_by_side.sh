@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The server side by side with LangGraph's: the same `chat` graph (examples/serve.rs, and
 # langgraph_app/graph.py for LangGraph), served by graphwright-server (release build, threads in
-# a SQLite file) and by `langgraph dev` (in-memory runtime), each driven by the same
+# a SQLite file, and again with everything in memory, as `langgraph dev` keeps it) and by
+# `langgraph dev` (in-memory runtime), each driven by the same
 # langgraph-sdk load script (load.py: create-and-wait runs, first stream events, memory), then by
 # wrk on stateless `POST /runs/wait` (stateless.py), on 127.0.0.1. Prints both results and the
 # ratios. wrk (Debian's `wrk`) is installed when missing and this runs as root with apt-get.
@@ -50,6 +51,10 @@ wait_ok() {
 pids+=($!)
 ours=$!
 wait_ok http://127.0.0.1:2031
+"$target/release/examples/serve" 127.0.0.1:2033 :memory: >"$work/graphwright-memory.log" 2>&1 &
+pids+=($!)
+ours_in_memory=$!
+wait_ok http://127.0.0.1:2033
 
 cp -r server/benches/langgraph_app "$work/app"
 (
@@ -66,17 +71,21 @@ a=$("$venv/bin/python" server/benches/load.py http://127.0.0.1:2031 "$ours" "$@"
 echo "  $a"
 sa=$("$venv/bin/python" server/benches/stateless.py http://127.0.0.1:2031 "$ours")
 echo "  $sa"
+echo "graphwright-server (in memory):"
+m=$("$venv/bin/python" server/benches/load.py http://127.0.0.1:2033 "$ours_in_memory" "$@")
+echo "  $m"
 echo "langgraph dev (in memory):"
 b=$("$venv/bin/python" server/benches/load.py http://127.0.0.1:2032 "$theirs" "$@")
 echo "  $b"
 sb=$("$venv/bin/python" server/benches/stateless.py http://127.0.0.1:2032 "$theirs")
 echo "  $sb"
-"$venv/bin/python" - "$a" "$b" "$sa" "$sb" <<'PY'
+"$venv/bin/python" - "$a" "$b" "$sa" "$sb" "$m" <<'PY'
 import json, sys
-ours, theirs, stateless_ours, stateless_theirs = (json.loads(x) for x in sys.argv[1:])
+ours, theirs, stateless_ours, stateless_theirs, in_memory = (json.loads(x) for x in sys.argv[1:])
 print("create-and-wait runs (langgraph-sdk, load.py):")
 print(f"runs/s:            {ours['runs_per_s'] / theirs['runs_per_s']:.1f}x more")
 print(f"server CPU per run: {theirs['server_cpu_ms_per_run'] / ours['server_cpu_ms_per_run']:.1f}x less")
+print(f"server CPU per run, ours in memory: {theirs['server_cpu_ms_per_run'] / in_memory['server_cpu_ms_per_run']:.1f}x less")
 print(f"client CPU per run: {ours['client_cpu_ms_per_run']} ms against ours, {theirs['client_cpu_ms_per_run']} ms against LangGraph's")
 for key in ("first_event_p50_ms", "first_event_p99_ms"):
     print(f"{key}: {theirs[key] / ours[key]:.1f}x lower")

@@ -59,6 +59,10 @@ impl SqliteMeta {
         } else {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
         }
+        // Plans that do not depend on bound values: the open-runs query matches the partial
+        // index's condition, and SQLite would otherwise compare each bound thread id with it and
+        // compile the statement again at every call, which costs more than running it.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(crons::SCHEMA)?;
         conn.execute_batch(&versions::schema())?;

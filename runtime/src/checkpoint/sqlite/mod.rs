@@ -339,10 +339,8 @@ impl Checkpointer for SqliteSaver {
                 let tx =
                     c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(&operation))?;
                 let row: Option<(String, i64)> = tx
-                    .query_row("SELECT owner, fence FROM graphwright_claims WHERE thread_id = ?1", [&thread], |r| {
-                        Ok((r.get(0)?, r.get(1)?))
-                    })
-                    .optional()
+                    .prepare_cached("SELECT owner, fence FROM graphwright_claims WHERE thread_id = ?1")
+                    .and_then(|mut select| select.query_row([&thread], |r| Ok((r.get(0)?, r.get(1)?))).optional())
                     .map_err(sql(&operation))?;
                 let fence = match row {
                     None => 1,
@@ -358,11 +356,11 @@ impl Checkpointer for SqliteSaver {
                         fence + 1
                     }
                 };
-                tx.execute(
+                tx.prepare_cached(
                     "INSERT INTO graphwright_claims (thread_id, owner, fence) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, fence = excluded.fence",
-                    params![thread, owner.id, fence],
+                     ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, fence = excluded.fence",
                 )
+                .and_then(|mut upsert| upsert.execute(params![thread, owner.id, fence]))
                 .map_err(sql(&operation))?;
                 tx.commit().map_err(sql(&operation))?;
                 Ok(Claim::new(thread, u64::try_from(fence).unwrap_or(0)))
@@ -456,21 +454,15 @@ impl Checkpointer for SqliteSaver {
         let (thread, id) = (thread.to_owned(), id.map(str::to_owned));
         let operation = format!("read thread `{thread}`");
         self.call(operation.clone(), move |c| {
+            // Cached: a run reads its thread's head as it starts, and compiling the statement
+            // would cost more than running it.
             let row = match &id {
                 Some(id) => c
-                    .query_row(
-                        &format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 AND id = ?2"),
-                        [&thread, id],
-                        checkpoint_row,
-                    )
-                    .optional(),
+                    .prepare_cached(&format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 AND id = ?2"))
+                    .and_then(|mut select| select.query_row([&thread, id], checkpoint_row).optional()),
                 None => c
-                    .query_row(
-                        &format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1"),
-                        [&thread],
-                        checkpoint_row,
-                    )
-                    .optional(),
+                    .prepare_cached(&format!("{SELECT_CHECKPOINT} WHERE thread_id = ?1 ORDER BY id DESC LIMIT 1"))
+                    .and_then(|mut select| select.query_row([&thread], checkpoint_row).optional()),
             };
             row.map_err(sql(&operation))?.transpose()
         })
