@@ -639,7 +639,27 @@ async fn postgres() -> (Arc<dyn Checkpointer>, postgres_server::TestSchema) {
     (Arc::new(graphwright::PostgresSaver::connect(&schema.url()).await.unwrap()), schema)
 }
 
+fn keys() -> graphwright::encryption::Keys {
+    graphwright::encryption::Keys::new(&[42; 32]).unwrap()
+}
+
+fn encrypted_sqlite() -> (Arc<dyn Checkpointer>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let saver = SqliteSaver::open(dir.path().join("checkpoints.db")).unwrap().encrypted(keys());
+    (Arc::new(saver), dir)
+}
+
+#[cfg(feature = "postgres")]
+async fn encrypted_postgres() -> (Arc<dyn Checkpointer>, postgres_server::TestSchema) {
+    let schema = postgres_server::TestSchema::new("graphwright_conformance");
+    (Arc::new(graphwright::PostgresSaver::connect(&schema.url()).await.unwrap().encrypted(keys())), schema)
+}
+
 conformance!(memory_saver, memory());
 conformance!(sqlite_saver, sqlite());
 #[cfg(feature = "postgres")]
 conformance!(postgres_saver, postgres().await);
+// Encryption keeps the whole contract, on both stores that write to disk.
+conformance!(encrypted_sqlite_saver, encrypted_sqlite());
+#[cfg(feature = "postgres")]
+conformance!(encrypted_postgres_saver, encrypted_postgres().await);

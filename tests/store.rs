@@ -54,6 +54,26 @@ fn postgres(options: StoreOptions) -> Pending {
     })
 }
 
+fn keys_for_tests() -> graphwright::encryption::Keys {
+    graphwright::encryption::Keys::new(&[7; 32]).unwrap()
+}
+
+/// The SQLite store with its values encrypted: the whole suite holds through the wrapper.
+fn encrypted_sqlite(options: StoreOptions) -> Pending {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_with(dir.path().join("store.db"), options).unwrap().encrypted(keys_for_tests());
+    Box::pin(std::future::ready(Fixture { store: Arc::new(store), _keep: Some(Box::new(dir)) }))
+}
+
+#[cfg(feature = "postgres")]
+fn encrypted_postgres(options: StoreOptions) -> Pending {
+    Box::pin(async move {
+        let schema = postgres_server::TestSchema::new("graphwright_store");
+        let store = PostgresStore::connect_with(&schema.url(), options).await.unwrap().encrypted(keys_for_tests());
+        Fixture { store: Arc::new(store), _keep: Some(Box::new(schema)) }
+    })
+}
+
 fn start() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_700_000_000)
 }
@@ -369,9 +389,9 @@ macro_rules! suite {
     )*};
 }
 
-suite!(memory => in_memory, sqlite => sqlite);
+suite!(memory => in_memory, sqlite => sqlite, encrypted_sqlite => encrypted_sqlite);
 #[cfg(feature = "postgres")]
-suite!(postgres => postgres);
+suite!(postgres => postgres, encrypted_postgres => encrypted_postgres);
 
 #[graph]
 mod memory_graph {

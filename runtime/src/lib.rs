@@ -68,6 +68,7 @@ extern crate self as graphwright;
 pub mod checkpoint;
 pub mod command;
 pub mod config;
+pub mod encryption;
 pub mod error;
 mod field;
 pub mod graph;

@@ -9,7 +9,9 @@
 //! Backends implement [`Checkpointer`]: [`MemorySaver`] (the default), `SqliteSaver` (feature
 //! `sqlite`, one file) and `PostgresSaver` (feature `postgres`, many processes). Every stored
 //! record carries [`FORMAT_VERSION`]; a record that does not decode is a [`CheckpointError`]
-//! naming the thread, checkpoint and field, never a default value.
+//! naming the thread, checkpoint and field, never a default value. Any backend can keep its
+//! records encrypted at rest behind
+//! [`Encrypted`](crate::encryption::Encrypted) (AES-256-GCM).
 
 mod copy;
 mod error;

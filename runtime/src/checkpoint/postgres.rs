@@ -147,6 +147,13 @@ impl std::fmt::Debug for PostgresSaver {
 }
 
 impl PostgresSaver {
+    /// This saver with its checkpoints and writes encrypted at rest under `keys` (see
+    /// [`Encrypted`](crate::encryption::Encrypted)); threads stored before stay readable.
+    #[must_use]
+    pub fn encrypted(self, keys: crate::encryption::Keys) -> crate::encryption::Encrypted<Self> {
+        crate::encryption::Encrypted::new(self, keys)
+    }
+
     /// Connects to the database at `url` (`postgres://user@host:port/db`, or `host=... dbname=...`)
     /// without TLS, with a pool of the default size, and brings its schema up to date.
     /// For TLS or other pool settings, build the pool and call [`PostgresSaver::from_pool`].

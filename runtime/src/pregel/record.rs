@@ -87,6 +87,12 @@ impl At<'_> {
     pub(crate) fn check_format(&self, format: u16, field: &str) -> Result<(), CheckpointError> {
         if format == FORMAT_VERSION {
             Ok(())
+        } else if format & crate::encryption::ENCRYPTED_FORMAT != 0 {
+            Err(self.corrupt(
+                field,
+                "the record is encrypted: open the checkpointer with its keys (`.encrypted(keys)`) to read it"
+                    .to_owned(),
+            ))
         } else {
             Err(self.corrupt(field, format!("format {format} is not the supported format {FORMAT_VERSION}")))
         }

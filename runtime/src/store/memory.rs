@@ -81,9 +81,31 @@ impl InMemoryStore {
         before - items.len()
     }
 
-    /// Reads `entry` as an item at `now_ms`, refreshing its time to live first if the store does.
-    fn read(&self, (namespace, key): &(String, String), entry: &mut Entry, now_ms: u64) -> Result<Item, StoreError> {
-        if let Some(ttl) = entry.ttl_ms.filter(|_| self.options.refreshes()) {
+    /// The items a search returns, read now, their time to live refreshed if `refresh`.
+    fn search_now(&self, prefix: &[&str], query: &SearchQuery, refresh: bool) -> Result<Vec<Item>, StoreError> {
+        let prefix = encode_prefix(prefix)?;
+        let mut items = self.lock("searched items")?;
+        let now = self.options.now_ms();
+        let mut out = Vec::new();
+        let matching = items
+            .iter_mut()
+            .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
+            .skip(query.offset)
+            .take(query.limit.unwrap_or(usize::MAX));
+        for (id, entry) in matching {
+            out.push(Self::read(id, entry, now, refresh)?);
+        }
+        Ok(out)
+    }
+
+    /// Reads `entry` as an item at `now_ms`, refreshing its time to live first if `refresh`.
+    fn read(
+        (namespace, key): &(String, String),
+        entry: &mut Entry,
+        now_ms: u64,
+        refresh: bool,
+    ) -> Result<Item, StoreError> {
+        if let Some(ttl) = entry.ttl_ms.filter(|_| refresh) {
             entry.expires_ms = Some(expiry(now_ms, ttl));
         }
         let labels = decode_namespace(namespace).ok_or_else(|| StoreError::Corrupt {
@@ -149,7 +171,9 @@ impl Store for InMemoryStore {
             let mut items = self.lock("read an item")?;
             let now = self.options.now_ms();
             match items.get_mut(&id) {
-                Some(entry) if live(entry.expires_ms, now) => self.read(&id, entry, now).map(Some),
+                Some(entry) if live(entry.expires_ms, now) => {
+                    Self::read(&id, entry, now, self.options.refreshes()).map(Some)
+                }
                 _ => Ok(None),
             }
         })();
@@ -172,21 +196,16 @@ impl Store for InMemoryStore {
     }
 
     fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
-        let result = (|| {
-            let prefix = encode_prefix(prefix)?;
-            let mut items = self.lock("searched items")?;
-            let now = self.options.now_ms();
-            let mut out = Vec::new();
-            let matching = items
-                .iter_mut()
-                .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
-                .skip(query.offset)
-                .take(query.limit.unwrap_or(usize::MAX));
-            for (id, entry) in matching {
-                out.push(self.read(id, entry, now)?);
-            }
-            Ok(out)
-        })();
+        let result = self.search_now(prefix, &query, self.options.refreshes());
+        async move { result }.boxed()
+    }
+
+    fn search_unrefreshed<'a>(
+        &'a self,
+        prefix: &'a [&'a str],
+        query: SearchQuery,
+    ) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
+        let result = self.search_now(prefix, &query, false);
         async move { result }.boxed()
     }
 

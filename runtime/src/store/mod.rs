@@ -246,6 +246,20 @@ pub trait Store: Send + Sync + 'static {
     /// whose value matches the query's filter, in (namespace, key) order, paged by the query.
     fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>>;
 
+    /// The items [`search`](Self::search) returns, without refreshing their time to live when
+    /// the store refreshes on read. For a wrapper that reads more items than it returns (as
+    /// [`Encrypted`](crate::encryption::Encrypted) does, to filter decrypted values) and
+    /// refreshes only those it returns, with [`get`](Self::get).
+    ///
+    /// The default is `search` itself: a store that refreshes on read overrides it.
+    fn search_unrefreshed<'a>(
+        &'a self,
+        prefix: &'a [&'a str],
+        query: SearchQuery,
+    ) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
+        self.search(prefix, query)
+    }
+
     /// The distinct namespaces of live items that start with `prefix`, each cut to its first
     /// `max_depth` labels when given, sorted. `max_depth` of 0 is an error.
     fn list_namespaces<'a>(

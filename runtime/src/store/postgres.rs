@@ -139,6 +139,63 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 impl PostgresStore {
+    /// This store with its values encrypted at rest under `keys` (see
+    /// [`Encrypted`](crate::encryption::Encrypted)); items stored before stay readable.
+    #[must_use]
+    pub fn encrypted(self, keys: crate::encryption::Keys) -> crate::encryption::Encrypted<Self> {
+        crate::encryption::Encrypted::new(self, keys)
+    }
+
+    /// The items a search returns, their time to live refreshed if `refreshes`.
+    fn search_with<'a>(
+        &'a self,
+        prefix: &'a [&'a str],
+        query: SearchQuery,
+        refreshes: bool,
+    ) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
+        async move {
+            let prefix_encoded = prefix_address(prefix)?;
+            let op = &format!("searched namespace prefix {prefix:?}");
+            let now = self.options.now_ms();
+            // Without a filter, the first offset + limit rows are all that is read; with one,
+            // rows are read until enough have matched.
+            let rows_needed =
+                if query.filter.is_empty() { query.limit.map(|l| l.saturating_add(query.offset)) } else { None };
+            let rows_needed = rows_needed.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+            let (low, high) = prefix_bounds(&prefix_encoded);
+            let now_param = ms_param(now);
+            let (sql, params): (String, Vec<&(dyn ToSql + Sync)>) = if prefix_encoded.is_empty() {
+                (format!("{SELECT_ITEM} WHERE {LIVE} ORDER BY namespace, key LIMIT $2"), vec![&now_param, &rows_needed])
+            } else {
+                (
+                    format!("{SELECT_ITEM} WHERE {LIVE} AND {UNDER_PREFIX} ORDER BY namespace, key LIMIT $5"),
+                    vec![&now_param, &prefix_encoded, &low, &high, &rows_needed],
+                )
+            };
+            let client = self.client(op).await?;
+            let statement = client.prepare_cached(&sql).await.map_err(pg(op))?;
+            let mut page = Page::new(&query);
+            {
+                // Dropped before the refresh below: rows left unread in a stream still alive
+                // would hold up every later reply on this connection, the refresh's included.
+                let rows = client.query_raw(&statement, params).await.map_err(pg(op))?;
+                let mut rows = std::pin::pin!(rows);
+                while !page.full() {
+                    let Some(row) = rows.next().await else { break };
+                    let stored = item_row(&row.map_err(pg(op))?)?;
+                    debug_assert!(under(&stored.namespace, &prefix_encoded));
+                    page.offer(stored);
+                }
+            }
+            let mut found = page.found;
+            if refreshes {
+                Self::refresh(&client, &mut found, now, op).await?;
+            }
+            Ok(found.into_iter().map(|s| s.item).collect())
+        }
+        .boxed()
+    }
+
     /// Connects to the database at `url` (`postgres://user@host:port/db`, or `host=... dbname=...`)
     /// without TLS, with a pool of the default size and the default [`StoreOptions`], and sets
     /// up the store's table. For TLS or other pool settings, build the pool and call
@@ -379,47 +436,15 @@ impl Store for PostgresStore {
     }
 
     fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
-        async move {
-            let prefix_encoded = prefix_address(prefix)?;
-            let op = &format!("searched namespace prefix {prefix:?}");
-            let now = self.options.now_ms();
-            // Without a filter, the first offset + limit rows are all that is read; with one,
-            // rows are read until enough have matched.
-            let rows_needed =
-                if query.filter.is_empty() { query.limit.map(|l| l.saturating_add(query.offset)) } else { None };
-            let rows_needed = rows_needed.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-            let (low, high) = prefix_bounds(&prefix_encoded);
-            let now_param = ms_param(now);
-            let (sql, params): (String, Vec<&(dyn ToSql + Sync)>) = if prefix_encoded.is_empty() {
-                (format!("{SELECT_ITEM} WHERE {LIVE} ORDER BY namespace, key LIMIT $2"), vec![&now_param, &rows_needed])
-            } else {
-                (
-                    format!("{SELECT_ITEM} WHERE {LIVE} AND {UNDER_PREFIX} ORDER BY namespace, key LIMIT $5"),
-                    vec![&now_param, &prefix_encoded, &low, &high, &rows_needed],
-                )
-            };
-            let client = self.client(op).await?;
-            let statement = client.prepare_cached(&sql).await.map_err(pg(op))?;
-            let mut page = Page::new(&query);
-            {
-                // Dropped before the refresh below: rows left unread in a stream still alive
-                // would hold up every later reply on this connection, the refresh's included.
-                let rows = client.query_raw(&statement, params).await.map_err(pg(op))?;
-                let mut rows = std::pin::pin!(rows);
-                while !page.full() {
-                    let Some(row) = rows.next().await else { break };
-                    let stored = item_row(&row.map_err(pg(op))?)?;
-                    debug_assert!(under(&stored.namespace, &prefix_encoded));
-                    page.offer(stored);
-                }
-            }
-            let mut found = page.found;
-            if self.options.refreshes() {
-                Self::refresh(&client, &mut found, now, op).await?;
-            }
-            Ok(found.into_iter().map(|s| s.item).collect())
-        }
-        .boxed()
+        self.search_with(prefix, query, self.options.refreshes())
+    }
+
+    fn search_unrefreshed<'a>(
+        &'a self,
+        prefix: &'a [&'a str],
+        query: SearchQuery,
+    ) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
+        self.search_with(prefix, query, false)
     }
 
     fn list_namespaces<'a>(

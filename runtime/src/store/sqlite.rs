@@ -74,6 +74,67 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 impl SqliteStore {
+    /// This store with its values encrypted at rest under `keys` (see
+    /// [`Encrypted`](crate::encryption::Encrypted)); items stored before stay readable.
+    ///
+    /// ```
+    /// use graphwright::encryption::Keys;
+    /// use graphwright::store::SqliteStore;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let keys = Keys::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")?;
+    /// let store = SqliteStore::open(dir.path().join("memory.db"))?.encrypted(keys);
+    /// # let _ = store;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn encrypted(self, keys: crate::encryption::Keys) -> crate::encryption::Encrypted<Self> {
+        crate::encryption::Encrypted::new(self, keys)
+    }
+
+    /// The items a search returns, their time to live refreshed if `refreshes`.
+    fn search_with<'a>(
+        &'a self,
+        prefix: &'a [&'a str],
+        query: SearchQuery,
+        refreshes: bool,
+    ) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
+        let prefix_encoded = match encode_prefix(prefix) {
+            Ok(p) => p,
+            Err(e) => return async move { Err(e) }.boxed(),
+        };
+        let operation = format!("searched namespace prefix {prefix:?}");
+        self.call(operation.clone(), move |c, now| {
+            let op = operation.as_str();
+            let tx = if refreshes { SqliteStore::begin(c, op)? } else { c.transaction().map_err(sql(op))? };
+            let mut page = Page::new(&query);
+            {
+                let mut statement = tx
+                    .prepare_cached(&format!("{SELECT_ITEM} WHERE {LIVE_UNDER_PREFIX} ORDER BY namespace, key"))
+                    .map_err(sql(op))?;
+                let (p, low, high) = prefix_params(&prefix_encoded);
+                let rows =
+                    statement.query_map(params![ms_param(now), p, low, high], |r| Ok(item_row(r))).map_err(sql(op))?;
+                for row in rows {
+                    if page.full() {
+                        break;
+                    }
+                    let stored = row.map_err(sql(op))??;
+                    debug_assert!(under(&stored.namespace, &prefix_encoded));
+                    page.offer(stored);
+                }
+            }
+            let mut found = page.found;
+            if refreshes {
+                for stored in &mut found {
+                    refresh(&tx, stored, now, op)?;
+                }
+            }
+            tx.commit().map_err(sql(op))?;
+            Ok(found.into_iter().map(|s| s.item).collect())
+        })
+    }
+
     /// Opens (or creates) the database at `path` and the store's tables, with the default
     /// [`StoreOptions`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
@@ -280,41 +341,15 @@ impl Store for SqliteStore {
     }
 
     fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
-        let prefix_encoded = match encode_prefix(prefix) {
-            Ok(p) => p,
-            Err(e) => return async move { Err(e) }.boxed(),
-        };
-        let refreshes = self.options.refreshes();
-        let operation = format!("searched namespace prefix {prefix:?}");
-        self.call(operation.clone(), move |c, now| {
-            let op = operation.as_str();
-            let tx = if refreshes { SqliteStore::begin(c, op)? } else { c.transaction().map_err(sql(op))? };
-            let mut page = Page::new(&query);
-            {
-                let mut statement = tx
-                    .prepare_cached(&format!("{SELECT_ITEM} WHERE {LIVE_UNDER_PREFIX} ORDER BY namespace, key"))
-                    .map_err(sql(op))?;
-                let (p, low, high) = prefix_params(&prefix_encoded);
-                let rows =
-                    statement.query_map(params![ms_param(now), p, low, high], |r| Ok(item_row(r))).map_err(sql(op))?;
-                for row in rows {
-                    if page.full() {
-                        break;
-                    }
-                    let stored = row.map_err(sql(op))??;
-                    debug_assert!(under(&stored.namespace, &prefix_encoded));
-                    page.offer(stored);
-                }
-            }
-            let mut found = page.found;
-            if refreshes {
-                for stored in &mut found {
-                    refresh(&tx, stored, now, op)?;
-                }
-            }
-            tx.commit().map_err(sql(op))?;
-            Ok(found.into_iter().map(|s| s.item).collect())
-        })
+        self.search_with(prefix, query, self.options.refreshes())
+    }
+
+    fn search_unrefreshed<'a>(
+        &'a self,
+        prefix: &'a [&'a str],
+        query: SearchQuery,
+    ) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
+        self.search_with(prefix, query, false)
     }
 
     fn list_namespaces<'a>(

@@ -79,6 +79,24 @@ impl std::fmt::Debug for SqliteSaver {
 }
 
 impl SqliteSaver {
+    /// This saver with its checkpoints and writes encrypted at rest under `keys` (see
+    /// [`Encrypted`](crate::encryption::Encrypted)); threads stored before stay readable.
+    ///
+    /// ```
+    /// use graphwright::checkpoint::SqliteSaver;
+    /// use graphwright::encryption::Keys;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let keys = Keys::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")?;
+    /// let saver = SqliteSaver::open(dir.path().join("agent.db"))?.encrypted(keys);
+    /// # let _ = saver;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn encrypted(self, keys: crate::encryption::Keys) -> crate::encryption::Encrypted<Self> {
+        crate::encryption::Encrypted::new(self, keys)
+    }
+
     /// Opens (or creates) the database at `path` and its tables.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
         let path = path.as_ref();
