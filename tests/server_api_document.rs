@@ -91,9 +91,11 @@ async fn no_request_langgraphs_document_allows_gets_a_server_error() {
     std::fs::write(&config, include_str!("server/schemathesis.toml")).unwrap();
     let report = dir.path().join("report");
     let run = {
-        let (url, report) = (url.clone(), report.clone());
+        let (url, report, dir_path) = (url.clone(), report.clone(), dir.path().to_owned());
         tokio::task::spawn_blocking(move || {
             Command::new(st)
+                // Its cache of what it found goes in the temporary directory, not the checkout.
+                .current_dir(&dir_path)
                 .args(["--config-file", &config.display().to_string(), "run", &document, "--url", &url])
                 .args(["--report", "junit", "--report-dir", &report.display().to_string()])
                 .envs(ids)
