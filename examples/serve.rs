@@ -11,6 +11,10 @@
 //! cargo run --example serve -- 127.0.0.1:8123 :memory:   # nothing kept when the process ends
 //! ```
 //!
+//! With `GRAPHWRIGHT_AES_KEY` set (base64 of 32 bytes: `openssl rand -base64 32`), what is
+//! stored is encrypted with it; keys rotated out go, comma-separated, in
+//! `GRAPHWRIGHT_AES_OLD_KEYS`, to keep reading what they wrote.
+//!
 //! With a PostgreSQL URL, start as many processes as you like on the same database: they share
 //! threads, runs and the store. `/assistants/chat/schemas` describes a graph's input, output and
 //! state with JSON Schemas made from its `#[state]` (the doc comments below become their
@@ -112,6 +116,15 @@ fn on_postgres(_server: Server, _url: &str) -> Result<Server, Box<dyn std::error
     Err("a PostgreSQL database needs the `postgres` feature: cargo run -p graphwright-server --features postgres --example serve".into())
 }
 
+/// The key to encrypt with, and older ones (comma-separated) to read with.
+fn keys(current: &str, old: &str) -> Result<graphwright::encryption::Keys, graphwright::encryption::KeyError> {
+    let mut keys = graphwright::encryption::Keys::from_base64(current)?;
+    for key in old.split(',').filter(|k| !k.trim().is_empty()) {
+        keys = keys.with_old_base64(key)?;
+    }
+    Ok(keys)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -125,6 +138,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         server
     } else {
         server.sqlite(&database)
+    };
+    let server = match std::env::var("GRAPHWRIGHT_AES_KEY") {
+        Ok(key) => server.encryption(keys(&key, &std::env::var("GRAPHWRIGHT_AES_OLD_KEYS").unwrap_or_default())?),
+        Err(_) => server,
     };
     let bound = server.bind(addr.as_str()).await?;
     println!("serving graphs chat and refund on http://{} (threads in {database})", bound.local_addr()?);

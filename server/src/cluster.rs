@@ -24,6 +24,7 @@ use crate::error::ApiError;
 use crate::meta::postgres::{OWNER_LOCK, PgMeta, pg};
 use crate::runs::live::Frame;
 use crate::runs::{Cancel, Live, Runs};
+use crate::sealed::Sealer;
 use crate::served::Outcome;
 use crate::time;
 use futures::{FutureExt, StreamExt};
@@ -58,6 +59,8 @@ pub(crate) enum Turn {
 /// This process's part in the cluster.
 pub(crate) struct Cluster {
     meta: PgMeta,
+    /// Seals the events and outcomes written for other processes.
+    sealer: Sealer,
     /// Bumped when a run ends anywhere (claims waiting for their turn look again).
     ended: watch::Sender<u64>,
     /// Bumped when a run elsewhere published events (followers look again).
@@ -96,7 +99,7 @@ impl Cluster {
     /// Joins the cluster on the database at `url`: connects this process's lease connection,
     /// takes a free owner id's liveness lock, listens for notifications, opens the records
     /// over `pool`, and starts the orphan sweep.
-    pub(crate) async fn start(url: &str, pool: Pool, runs: Arc<Runs>) -> Result<Arc<Self>, ApiError> {
+    pub(crate) async fn start(url: &str, pool: Pool, runs: Arc<Runs>, sealer: Sealer) -> Result<Arc<Self>, ApiError> {
         let (lease, mut connection) = tokio_postgres::connect(url, NoTls).await?;
         let ended = watch::Sender::new(0);
         let events = watch::Sender::new(0);
@@ -124,7 +127,7 @@ impl Cluster {
         let owner = take_owner_id(&lease).await?;
         lease.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
         let meta = PgMeta::open(pool, owner).await?;
-        let cluster = Arc::new(Self { meta, ended, events, crons, _lease: lease });
+        let cluster = Arc::new(Self { meta, sealer, ended, events, crons, _lease: lease });
         let weak = Arc::downgrade(&cluster);
         tokio::spawn(async move {
             let mut round = 0u32;
@@ -261,7 +264,11 @@ impl Cluster {
     async fn insert_events(&self, run: &str, batch: &[Arc<Frame>]) -> Result<(), ApiError> {
         let seqs: Vec<i32> = batch.iter().map(|f| i32::try_from(f.id).unwrap_or(i32::MAX)).collect();
         let names: Vec<&str> = batch.iter().map(|f| f.name.as_str()).collect();
-        let data: Vec<&str> = batch.iter().map(|f| f.data.as_str()).collect();
+        let row = format!("run {run}");
+        let data: Vec<String> = batch
+            .iter()
+            .map(|f| self.sealer.seal_text(&f.data, &row, &format!("event {}", f.id)))
+            .collect::<Result<_, _>>()?;
         let client = self.meta.client().await?;
         // One round trip: the insert, then the notification (sent when it commits).
         client
@@ -286,7 +293,12 @@ impl Cluster {
                      UPDATE gw_runs SET outcome = COALESCE(outcome, $2), ended_at_ms = COALESCE(ended_at_ms, $3)
                      WHERE run_id = $1 RETURNING 1)
                  SELECT pg_notify($4, 'events ' || $1) FROM (SELECT count(*) FROM written) AS done",
-                &[&run, &encode(outcome), &now_ms(), &CHANNEL],
+                &[
+                    &run,
+                    &self.sealer.seal_text(&encode(outcome), &format!("run {run}"), "outcome")?,
+                    &now_ms(),
+                    &CHANNEL,
+                ],
             )
             .await?;
         Ok(())
@@ -348,6 +360,7 @@ impl Cluster {
                 let stored: Option<String> = row.try_get(0)?;
                 stored
                     .map(|text| {
+                        let text = self.sealer.open_text(text, &format!("run {}", live.run_id), "outcome")?;
                         serde_json::from_str(&text).map_err(|e| {
                             ApiError::Storage(format!("run {}'s stored outcome is damaged: {e}", live.run_id))
                         })
@@ -364,6 +377,7 @@ impl Cluster {
             .await?;
         for row in rows {
             let (seq, name, data): (i32, String, String) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            let data = self.sealer.open_text(data, &format!("run {}", live.run_id), &format!("event {seq}"))?;
             // Frames are numbered by position: a gap would shift every later id.
             if usize::try_from(seq).ok() != Some(live.len()) {
                 return Err(ApiError::Storage(format!("run {}'s events have a gap before {seq}", live.run_id)));

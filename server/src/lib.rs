@@ -83,6 +83,7 @@ mod error;
 mod meta;
 mod metrics;
 mod runs;
+mod sealed;
 mod served;
 mod server;
 mod time;

@@ -4,9 +4,11 @@ use crate::app::{App, Scratch, system_assistant_id};
 use crate::cors::Cors;
 use crate::error::ServerError;
 use crate::meta::sqlite::SqliteMeta;
-use crate::meta::{AssistantRow, Meta};
+use crate::meta::{AssistantRow, Db, Meta};
 use crate::runs::Runs;
+use crate::sealed::Sealer;
 use crate::served::{self, Served};
+use graphwright::encryption::{Encrypted, Keys};
 use graphwright::store::SqliteStore;
 use graphwright::{Checkpointer, CompiledGraph, InMemoryStore, MemorySaver, SqliteSaver, State, Store};
 use serde::de::DeserializeOwned;
@@ -30,6 +32,22 @@ enum Database {
 
 /// The storage opened: checkpoints, the store, the server's records, and the cluster of
 /// server processes sharing them (PostgreSQL only).
+/// `saver`, encrypted under `keys` when there are keys.
+fn sealed_saver<C: Checkpointer>(saver: C, keys: Option<&Keys>) -> Arc<dyn Checkpointer> {
+    match keys {
+        Some(keys) => Arc::new(Encrypted::new(saver, keys.clone())),
+        None => Arc::new(saver),
+    }
+}
+
+/// `store`, encrypted under `keys` when there are keys.
+fn sealed_store<S: Store>(store: S, keys: Option<&Keys>) -> Arc<dyn Store> {
+    match keys {
+        Some(keys) => Arc::new(Encrypted::new(store, keys.clone())),
+        None => Arc::new(store),
+    }
+}
+
 struct Storage {
     saver: Arc<dyn Checkpointer>,
     store: Arc<dyn Store>,
@@ -62,6 +80,8 @@ pub struct Server {
     database: Database,
     body_limit: usize,
     cors: Cors,
+    /// The keys the server's storage is encrypted with.
+    encryption: Option<Keys>,
 }
 
 impl Default for Server {
@@ -77,6 +97,7 @@ impl std::fmt::Debug for Server {
             .field("database", &self.database)
             .field("body_limit", &self.body_limit)
             .field("cors", &self.cors)
+            .field("encryption", &self.encryption.as_ref().map(Keys::id))
             .finish()
     }
 }
@@ -84,7 +105,13 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server with no graphs, keeping everything in memory.
     pub fn new() -> Self {
-        Self { graphs: Vec::new(), database: Database::Memory, body_limit: DEFAULT_BODY_LIMIT, cors: Cors::loopback() }
+        Self {
+            graphs: Vec::new(),
+            database: Database::Memory,
+            body_limit: DEFAULT_BODY_LIMIT,
+            cors: Cors::loopback(),
+            encryption: None,
+        }
     }
 
     /// Serves `graph` as `name`. Inputs and updates from clients are decoded into the state's
@@ -142,6 +169,30 @@ impl Server {
         self
     }
 
+    /// Encrypts what the server stores with `keys` (AES-256-GCM, see
+    /// [`graphwright::encryption`]): every checkpoint and task write, every store value, and the
+    /// sensitive parts of its own records (a thread's last values and interrupts, a run's
+    /// request and, on PostgreSQL, its events and outcome, a cron's run request). Ids, times,
+    /// statuses and metadata stay readable, as they are what searches and the run queue use.
+    /// What was stored before encryption was turned on stays readable, and older keys listed
+    /// with [`Keys::with_old`] read what they wrote. `examples/serve.rs` reads the key from
+    /// `GRAPHWRIGHT_AES_KEY` (base64 of 32 bytes).
+    ///
+    /// ```no_run
+    /// use graphwright::encryption::Keys;
+    /// use graphwright_server::Server;
+    ///
+    /// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+    /// let keys = Keys::from_base64(&std::env::var("GRAPHWRIGHT_AES_KEY")?)?;
+    /// Server::new().sqlite("threads.db").encryption(keys).serve("127.0.0.1:2024").await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn encryption(mut self, keys: Keys) -> Self {
+        self.encryption = Some(keys);
+        self
+    }
+
     /// The server's routes, ready to be served by `axum` (or nested under a prefix of a
     /// larger application). Opens the storage; with SQLite, runs a previous process left
     /// unfinished are marked `error`, so their threads are not left busy.
@@ -185,13 +236,15 @@ impl Server {
     #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async, unused_variables))] // PostgreSQL only
     async fn open(&self, runs: &Arc<Runs>) -> Result<Storage, ServerError> {
         let fail = |reason: String| self.database.failed(reason);
+        let sealer = Sealer::new(self.encryption.clone());
         match &self.database {
             Database::Memory => {
+                // Nothing is at rest: there is nothing to encrypt.
                 let meta = SqliteMeta::open(None).map_err(|e| fail(e.to_string()))?;
                 Ok(Storage {
                     saver: Arc::new(MemorySaver::new()),
                     store: Arc::new(InMemoryStore::new()),
-                    meta: Meta::Sqlite(meta),
+                    meta: Meta::new(Db::Sqlite(meta), Sealer::default()),
                     #[cfg(feature = "postgres")]
                     cluster: None,
                 })
@@ -201,9 +254,9 @@ impl Server {
                 let store = SqliteStore::open(path).map_err(|e| fail(e.to_string()))?;
                 let meta = SqliteMeta::open(Some(path)).map_err(|e| fail(e.to_string()))?;
                 Ok(Storage {
-                    saver: Arc::new(saver),
-                    store: Arc::new(store),
-                    meta: Meta::Sqlite(meta),
+                    saver: sealed_saver(saver, self.encryption.as_ref()),
+                    store: sealed_store(store, self.encryption.as_ref()),
+                    meta: Meta::new(Db::Sqlite(meta), sealer),
                     #[cfg(feature = "postgres")]
                     cluster: None,
                 })
@@ -219,13 +272,13 @@ impl Server {
                 )
                 .await
                 .map_err(|e| fail(e.to_string()))?;
-                let cluster = crate::cluster::Cluster::start(url, pool, Arc::clone(runs))
+                let cluster = crate::cluster::Cluster::start(url, pool, Arc::clone(runs), sealer.clone())
                     .await
                     .map_err(|e| fail(e.to_string()))?;
                 Ok(Storage {
-                    saver: Arc::new(saver),
-                    store: Arc::new(store),
-                    meta: Meta::Postgres(cluster.meta().clone()),
+                    saver: sealed_saver(saver, self.encryption.as_ref()),
+                    store: sealed_store(store, self.encryption.as_ref()),
+                    meta: Meta::new(Db::Postgres(cluster.meta().clone()), sealer),
                     cluster: Some(cluster),
                 })
             }

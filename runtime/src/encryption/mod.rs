@@ -35,6 +35,13 @@ pub enum KeyError {
     Length(usize),
 }
 
+/// Encryption or decryption that failed: why, and for a missing key, which key is needed.
+#[derive(Debug, thiserror::Error)]
+#[error("{reason}")]
+pub struct EncryptionError {
+    reason: String,
+}
+
 /// The id of a key: the first bytes of a hash of it, stored beside each record it encrypts, so
 /// that the key a record needs can be named without revealing the key.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,6 +59,7 @@ impl fmt::Debug for KeyId {
     }
 }
 
+#[derive(Clone)]
 struct Key {
     id: KeyId,
     cipher: Aes256Gcm,
@@ -79,7 +87,8 @@ impl Key {
 /// current and list the old one with [`Keys::with_old`] until nothing written under it is
 /// read any more.
 ///
-/// The keys are never printed: `Debug` shows their ids only.
+/// The keys are never printed: `Debug` shows their ids only. Cloning shares nothing mutable:
+/// one set of keys can serve a saver, a store and the server's records.
 ///
 /// ```
 /// use graphwright::encryption::Keys;
@@ -90,6 +99,7 @@ impl Key {
 /// assert!(Keys::from_base64("c2hvcnQ=").is_err()); // 5 bytes
 /// # Ok::<(), graphwright::encryption::KeyError>(())
 /// ```
+#[derive(Clone)]
 pub struct Keys {
     current: Key,
     older: Vec<Key>,
@@ -149,6 +159,37 @@ impl Keys {
         std::iter::once(&self.current).chain(&self.older).find(|k| k.id == id)
     }
 
+    /// Encrypts `plain` with the current key, bound to `context`: it decrypts only with the same
+    /// `context` (say, the id of the row it is stored in), so a ciphertext moved elsewhere is
+    /// refused. Each call draws a fresh random nonce.
+    ///
+    /// # Errors
+    /// [`EncryptionError`] when the system's random source fails, or `plain` is beyond AES-GCM's
+    /// limit (64 GiB).
+    ///
+    /// ```
+    /// use graphwright::encryption::Keys;
+    ///
+    /// let keys = Keys::new(&[7; 32])?;
+    /// let sealed = keys.encrypt(b"a thread's values", b"thread 42")?;
+    /// assert_eq!(keys.decrypt(&sealed, b"thread 42")?, b"a thread's values");
+    /// assert!(keys.decrypt(&sealed, b"thread 43").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn encrypt(&self, plain: &[u8], context: &[u8]) -> Result<Vec<u8>, EncryptionError> {
+        self.seal(plain, context).map_err(|reason| EncryptionError { reason })
+    }
+
+    /// Decrypts what [`encrypt`](Self::encrypt) made with `context`, with whichever of these
+    /// keys encrypted it.
+    ///
+    /// # Errors
+    /// [`EncryptionError`] naming the key the ciphertext needs when it is not among these keys,
+    /// or saying that it does not decrypt (a wrong key, a changed byte, another context).
+    pub fn decrypt(&self, sealed: &[u8], context: &[u8]) -> Result<Vec<u8>, EncryptionError> {
+        self.open(sealed, context).map_err(|reason| EncryptionError { reason })
+    }
+
     pub(crate) fn seal(&self, plain: &[u8], aad: &[u8]) -> Result<Vec<u8>, String> {
         let nonce = Nonce::try_generate().map_err(|e| format!("no random nonce could be drawn: {e}"))?;
         let sealed = self
@@ -173,7 +214,7 @@ impl Keys {
         let id = KeyId(id);
         let key = self.find(id).ok_or_else(|| {
             format!(
-                "it was encrypted with key {id}, which is not among this checkpointer's keys (current {}): add it \
+                "it was encrypted with key {id}, which is not among these keys (current {}): add it \
                  with `Keys::with_old`",
                 self.current.id
             )

@@ -5,7 +5,7 @@
 //! epoch, so that finding and claiming a due cron is a comparison of integers in SQL; they are
 //! written out as RFC 3339 like every other time of the API.
 
-use super::{Meta, parse};
+use super::{Db, Meta, parse};
 use crate::error::ApiError;
 use crate::time;
 use serde_json::{Value, json};
@@ -111,19 +111,34 @@ fn shown(ms: i64) -> Option<String> {
 }
 
 impl Meta {
+    /// A cron with its run request sealed as it is to be stored.
+    fn seal_cron(&self, mut cron: CronRecord) -> Result<CronRecord, ApiError> {
+        cron.payload = self.sealer().seal(&cron.payload, &format!("cron {}", cron.cron_id), "payload")?;
+        Ok(cron)
+    }
+
+    /// A cron as read, its run request opened.
+    fn open_cron(&self, mut cron: CronRecord) -> Result<CronRecord, ApiError> {
+        cron.payload = self.sealer().open(cron.payload, &format!("cron {}", cron.cron_id), "payload")?;
+        Ok(cron)
+    }
+
     /// Adds a cron. A thread's cron is added only if its thread exists (checked in the same
     /// statement, so a thread deleted meanwhile leaves no cron behind): `false` if it does not.
     pub(crate) async fn create_cron(&self, cron: CronRecord) -> Result<bool, ApiError> {
+        let cron = self.seal_cron(cron)?;
         on_backend!(self, db => db.create_cron(cron).await)
     }
 
     pub(crate) async fn cron(&self, id: &str) -> Result<Option<CronRecord>, ApiError> {
-        on_backend!(self, db => db.cron(id).await)
+        let cron = on_backend!(self, db => db.cron(id).await)?;
+        cron.map(|c| self.open_cron(c)).transpose()
     }
 
     /// Every cron, newest first.
     pub(crate) async fn crons(&self) -> Result<Vec<CronRecord>, ApiError> {
-        on_backend!(self, db => db.crons().await)
+        let crons = on_backend!(self, db => db.crons().await)?;
+        crons.into_iter().map(|c| self.open_cron(c)).collect()
     }
 
     /// Replaces a cron's schedule, time zone, end, payload, metadata, `enabled` and
@@ -134,7 +149,9 @@ impl Meta {
         cron: CronRecord,
         rescheduled: bool,
     ) -> Result<Option<CronRecord>, ApiError> {
-        on_backend!(self, db => db.update_cron(cron, rescheduled).await)
+        let cron = self.seal_cron(cron)?;
+        let cron = on_backend!(self, db => db.update_cron(cron, rescheduled).await)?;
+        cron.map(|c| self.open_cron(c)).transpose()
     }
 
     /// Deletes a cron; whether it existed.
@@ -144,7 +161,8 @@ impl Meta {
 
     /// The crons due at `now_ms`: enabled, their next run time reached, their end not passed.
     pub(crate) async fn due_crons(&self, now_ms: i64) -> Result<Vec<CronRecord>, ApiError> {
-        on_backend!(self, db => db.due_crons(now_ms).await)
+        let crons = on_backend!(self, db => db.due_crons(now_ms).await)?;
+        crons.into_iter().map(|c| self.open_cron(c)).collect()
     }
 
     /// Claims the firing of cron `id` at `due_ms` by moving its next run time to `next_ms`, in
@@ -164,10 +182,10 @@ impl Meta {
     /// to do for a single process.
     #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))] // awaits only with PostgreSQL
     pub(crate) async fn announce_cron_change(&self) -> Result<(), ApiError> {
-        match self {
-            Meta::Sqlite(_) => Ok(()),
+        match self.db() {
+            Db::Sqlite(_) => Ok(()),
             #[cfg(feature = "postgres")]
-            Meta::Postgres(db) => db.announce_cron_change().await,
+            Db::Postgres(db) => db.announce_cron_change().await,
         }
     }
 }

@@ -8,11 +8,20 @@ pub(crate) mod sqlite;
 
 use crate::error::ApiError;
 use crate::runs::request::Multitask;
+use crate::sealed::{Sealer, open_run, open_thread};
 use serde_json::{Map, Value, json};
 
-/// The records, in one of the two databases.
+/// The records, in one of the two databases, with their sensitive values (a thread's values
+/// and interrupts, a run's request, a cron's run request) sealed when the server has keys.
 #[derive(Clone)]
-pub(crate) enum Meta {
+pub(crate) struct Meta {
+    db: Db,
+    sealer: Sealer,
+}
+
+/// One of the two databases.
+#[derive(Clone)]
+pub(crate) enum Db {
     Sqlite(sqlite::SqliteMeta),
     #[cfg(feature = "postgres")]
     Postgres(postgres::PgMeta),
@@ -198,10 +207,10 @@ pub(crate) fn contains(value: &Value, filter: &Map<String, Value>) -> bool {
 /// Dispatches a call to the database in use.
 macro_rules! on_backend {
     ($meta:expr, $db:ident => $call:expr) => {
-        match $meta {
-            Meta::Sqlite($db) => $call,
+        match &$meta.db {
+            $crate::meta::Db::Sqlite($db) => $call,
             #[cfg(feature = "postgres")]
-            Meta::Postgres($db) => $call,
+            $crate::meta::Db::Postgres($db) => $call,
         }
     };
 }
@@ -211,6 +220,34 @@ pub(crate) mod crons;
 pub(crate) mod versions;
 
 impl Meta {
+    pub(crate) fn new(db: Db, sealer: Sealer) -> Self {
+        Self { db, sealer }
+    }
+
+    /// The database underneath.
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// What seals and opens the records' sensitive values.
+    pub(crate) fn sealer(&self) -> &Sealer {
+        &self.sealer
+    }
+
+    fn opened_threads(&self, threads: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        threads.into_iter().map(|t| open_thread(&self.sealer, t)).collect()
+    }
+
+    fn opened_runs(&self, runs: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        runs.into_iter().map(|r| open_run(&self.sealer, r)).collect()
+    }
+
+    /// Seals a thread's values and interrupts as they are to be stored.
+    fn seal_state(&self, id: &str, values: &Value, interrupts: &Value) -> Result<(Value, Value), ApiError> {
+        let row = format!("thread {id}");
+        Ok((self.sealer.seal(values, &row, "values")?, self.sealer.seal(interrupts, &row, "interrupts")?))
+    }
+
     /// Adds an assistant, or finds the one with its id (a conflict if `raise`).
     pub(crate) async fn create_assistant(&self, row: AssistantRow, raise: bool) -> Result<Value, ApiError> {
         on_backend!(self, db => db.create_assistant(row, raise).await)
@@ -242,11 +279,13 @@ impl Meta {
         graph_id: Option<String>,
         raise: bool,
     ) -> Result<(Option<Value>, bool), ApiError> {
-        on_backend!(self, db => db.create_thread(id, metadata, graph_id, raise).await)
+        let (thread, added) = on_backend!(self, db => db.create_thread(id, metadata, graph_id, raise).await)?;
+        Ok((thread.map(|t| open_thread(&self.sealer, t)).transpose()?, added))
     }
 
     pub(crate) async fn thread(&self, id: &str) -> Result<Option<Value>, ApiError> {
-        on_backend!(self, db => db.thread(id).await)
+        let thread = on_backend!(self, db => db.thread(id).await)?;
+        thread.map(|t| open_thread(&self.sealer, t)).transpose()
     }
 
     /// The graph a thread's runs use: `None` for no such thread, `Some(None)` for a thread
@@ -257,11 +296,13 @@ impl Meta {
     }
 
     pub(crate) async fn threads(&self) -> Result<Vec<Value>, ApiError> {
-        on_backend!(self, db => db.threads().await)
+        let threads = on_backend!(self, db => db.threads().await)?;
+        self.opened_threads(threads)
     }
 
     pub(crate) async fn set_thread_metadata(&self, id: &str, metadata: Value) -> Result<Option<Value>, ApiError> {
-        on_backend!(self, db => db.set_thread_metadata(id, metadata).await)
+        let thread = on_backend!(self, db => db.set_thread_metadata(id, metadata).await)?;
+        thread.map(|t| open_thread(&self.sealer, t)).transpose()
     }
 
     /// Records a thread's state after an update outside a run; the thread as it now is.
@@ -272,7 +313,9 @@ impl Meta {
         values: Value,
         interrupts: Value,
     ) -> Result<Value, ApiError> {
-        on_backend!(self, db => db.refresh_thread(id, interrupted, values, interrupts).await)
+        let (values, interrupts) = self.seal_state(id, &values, &interrupts)?;
+        let thread = on_backend!(self, db => db.refresh_thread(id, interrupted, values, interrupts).await)?;
+        open_thread(&self.sealer, thread)
     }
 
     /// Deletes a thread and its runs; whether it existed.
@@ -290,16 +333,21 @@ impl Meta {
         creates: bool,
         multitask: Multitask,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        on_backend!(self, db => db.register(row, creates, multitask).await)
+        let mut row = row;
+        row.kwargs = self.sealer.seal(&row.kwargs, &format!("run {}", row.run_id), "kwargs")?;
+        let (run, superseded) = on_backend!(self, db => db.register(row, creates, multitask).await)?;
+        Ok((open_run(&self.sealer, run)?, superseded))
     }
 
     pub(crate) async fn run_of(&self, thread: &str, run: &str) -> Result<Option<Value>, ApiError> {
-        on_backend!(self, db => db.run_of(thread, run).await)
+        let run = on_backend!(self, db => db.run_of(thread, run).await)?;
+        run.map(|r| open_run(&self.sealer, r)).transpose()
     }
 
     /// The runs with these ids, wherever they are.
     pub(crate) async fn runs_by_id(&self, ids: Vec<String>) -> Result<Vec<Value>, ApiError> {
-        on_backend!(self, db => db.runs_by_id(ids).await)
+        let runs = on_backend!(self, db => db.runs_by_id(ids).await)?;
+        self.opened_runs(runs)
     }
 
     /// A thread's runs, newest first; `None` if there is no such thread.
@@ -310,7 +358,8 @@ impl Meta {
         limit: i64,
         offset: i64,
     ) -> Result<Option<Vec<Value>>, ApiError> {
-        on_backend!(self, db => db.runs_of(thread, status, limit, offset).await)
+        let runs = on_backend!(self, db => db.runs_of(thread, status, limit, offset).await)?;
+        runs.map(|runs| self.opened_runs(runs)).transpose()
     }
 
     /// The runs of a thread that have not ended, oldest first.
@@ -329,6 +378,8 @@ impl Meta {
 
     /// Stores how a run ended, and its thread's state, in one transaction.
     pub(crate) async fn end_run(&self, end: RunEnd) -> Result<(), ApiError> {
+        let mut end = end;
+        (end.values, end.interrupts) = self.seal_state(&end.thread_id, &end.values, &end.interrupts)?;
         on_backend!(self, db => db.end_run(end).await)
     }
 
