@@ -75,6 +75,7 @@
 
 mod api;
 mod app;
+mod auth;
 #[cfg(feature = "postgres")]
 mod cluster;
 mod cors;
@@ -88,6 +89,8 @@ mod server;
 mod time;
 mod wire;
 
+pub use auth::{ApiKeys, AuthRequest, Authenticator, Jwt, JwtError, Refusal};
 pub use cors::{Cors, CorsError};
 pub use error::{ApiError, ServerError};
+pub use graphwright::AuthUser;
 pub use server::{Bound, DEFAULT_BODY_LIMIT, Server};
