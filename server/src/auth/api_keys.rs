@@ -14,17 +14,27 @@ use subtle::ConstantTimeEq;
 /// digests, so neither a key nor its length can be learnt from how long a refusal takes; a
 /// refusal never repeats the key it was sent.
 ///
-/// ```no_run
+/// ```
 /// use graphwright::AuthUser;
-/// use graphwright::prebuilt::MessagesState;
-/// use graphwright::prelude::*;
-/// use graphwright_server::{ApiKeys, Server};
+/// use graphwright_server::{ApiKeys, AuthRequest, Authenticator, Server};
+/// use axum::http::{HeaderMap, Method};
 ///
-/// # async fn serve(agent: CompiledGraph<MessagesState>) -> Result<(), graphwright_server::ServerError> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
 /// let keys = ApiKeys::new()
-///     .key(std::env::var("ADA_KEY").unwrap_or_default(), AuthUser::new("ada").with_permissions(["admin"]))
-///     .key(std::env::var("BOT_KEY").unwrap_or_default(), AuthUser::new("ci-bot"));
-/// Server::new().graph("agent", agent).auth(keys).serve("0.0.0.0:2024").await
+///     .key("k-ada-3f9c", AuthUser::new("ada").with_permissions(["admin"]))
+///     .key("k-bot-77e1", AuthUser::new("ci-bot"));
+///
+/// // What the server does with every request:
+/// let mut headers = HeaderMap::new();
+/// headers.insert("x-api-key", "k-ada-3f9c".parse().unwrap());
+/// let user = keys.authenticate(&AuthRequest::new(Method::GET, "/threads", headers)).await.unwrap();
+/// assert_eq!(user.identity, "ada");
+/// let refused = keys.authenticate(&AuthRequest::new(Method::GET, "/threads", HeaderMap::new())).await;
+/// assert!(refused.unwrap_err().reason().starts_with("no credentials"));
+///
+/// // Then serve with it: `server.serve("0.0.0.0:2024").await`.
+/// let server = Server::new().auth(keys);
 /// # }
 /// ```
 #[derive(Clone, Default)]
