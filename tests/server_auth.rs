@@ -410,6 +410,48 @@ async fn any_origin_is_refused_with_auth() {
     assert!(listed.bind("127.0.0.1:0").await.is_ok());
 }
 
+/// The caller reaches runs started over A2A and MCP too, and both refuse requests without a key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_started_over_a2a_and_mcp_see_the_caller() {
+    let addr = serve(Server::new().auth(ApiKeys::new().key(API_KEY, AuthUser::new("ada")))).await;
+    let key = [("x-api-key", API_KEY)];
+
+    let message = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+        "role": "user", "messageId": "m-1", "parts": [{"kind": "data", "data": {}}]}}});
+    send(addr, "POST", "/a2a/whoami", &[], Some(message.clone())).await.refused("no credentials", &[]);
+    let sent = send(addr, "POST", "/a2a/whoami", &key, Some(message)).await;
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    assert!(sent.text.contains("direct:ada") && sent.text.contains("inner:ada"), "{}", sent.text);
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+    let mcp = |session: Option<String>, body: Value| {
+        let client = reqwest::Client::new();
+        let mut request = client
+            .post(format!("http://{addr}/mcp"))
+            .header("x-api-key", API_KEY)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let refused = reqwest::Client::new().post(format!("http://{addr}/mcp")).json(&initialize).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let opened = mcp(None, initialize).await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    opened.text().await.unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert!(mcp(Some(session.clone()), initialized).await.unwrap().status().is_success());
+    let call =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}});
+    let called = mcp(Some(session), call).await.unwrap().text().await.unwrap();
+    assert!(called.contains("direct:ada") && called.contains("inner:ada"), "{called}");
+}
+
 fn prepared(variable: &str, what: &str) -> String {
     match std::env::var(variable) {
         Ok(value) if !value.is_empty() => value,
