@@ -16,7 +16,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -336,14 +336,16 @@ async fn jwks_urls_are_fetched_once_and_again_for_a_new_key() {
     let (second, second_jwk) = es256_key("k2");
     let document = Arc::new(Mutex::new(json!({"keys": [first_jwk]})));
     let fetches = Arc::new(AtomicUsize::new(0));
+    let down = Arc::new(AtomicBool::new(false));
     let provider = {
-        let (document, fetches) = (Arc::clone(&document), Arc::clone(&fetches));
+        let (document, fetches, down) = (Arc::clone(&document), Arc::clone(&fetches), Arc::clone(&down));
         axum::Router::new().route(
             "/jwks.json",
             axum::routing::get(move || {
                 fetches.fetch_add(1, Ordering::SeqCst);
                 let body = document.lock().unwrap().clone();
-                async move { axum::Json(body) }
+                let status = if down.load(Ordering::SeqCst) { 503 } else { 200 };
+                async move { (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(body)) }
             }),
         )
     };
@@ -365,6 +367,21 @@ async fn jwks_urls_are_fetched_once_and_again_for_a_new_key() {
     assert_eq!(get(addr, "/info", &[("authorization", &by(&second, "k2"))]).await.status, 200);
     assert_eq!(fetches.load(Ordering::SeqCst), 2);
     get(addr, "/info", &[("authorization", &by(&second, "k9"))]).await.refused("unknown key", &[]);
+
+    // The provider goes down: the keys fetched last still verify.
+    down.store(true, Ordering::SeqCst);
+    get(addr, "/info", &[("authorization", &by(&second, "k8"))]).await.refused("unknown key", &[]);
+    assert_eq!(get(addr, "/info", &[("authorization", &by(&first, "k1"))]).await.status, 200);
+    // A provider never reached: nothing can be verified, and the refusal says why.
+    let nowhere = serve(Server::new().auth(Jwt::jwks_url("http://127.0.0.1:1/jwks.json"))).await;
+    get(nowhere, "/info", &[("authorization", &by(&first, "k1"))]).await.refused("could not be fetched", &[]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_hs256_secret_accepts_no_token() {
+    let addr = serve(Server::new().auth(Jwt::hs256(""))).await;
+    let forged = token(Algorithm::HS256, None, &EncodingKey::from_secret(b""), &claims(&json!({"aud": null})));
+    get(addr, "/info", &[("authorization", &bearer(&forged))]).await.refused("no secret", &[&forged]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

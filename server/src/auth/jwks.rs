@@ -61,10 +61,22 @@ impl Fetched {
                 return Ok(found);
             }
         }
-        let set = Arc::new(self.fetch().await?);
-        let found = pick(&set, kid);
-        *cached = Some((set, Instant::now()));
-        Ok(found)
+        match self.fetch().await {
+            Ok(set) => {
+                let set = Arc::new(set);
+                let found = pick(&set, kid);
+                *cached = Some((set, Instant::now()));
+                Ok(found)
+            }
+            // The provider is down: the keys it published last still verify what they signed.
+            Err(Unavailable::Fetch(reason)) => match cached.as_ref() {
+                Some((set, _)) => {
+                    tracing::warn!(%reason, "the JWKS could not be fetched again: its last copy is used");
+                    Ok(pick(set, kid))
+                }
+                None => Err(Unavailable::Fetch(reason)),
+            },
+        }
     }
 
     async fn fetch(&self) -> Result<JwkSet, Unavailable> {

@@ -28,9 +28,9 @@ use std::sync::Arc;
 /// ```no_run
 /// use graphwright_server::{Jwt, Server};
 ///
-/// # fn main() -> Result<(), graphwright_server::JwtError> {
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // Tokens your own service signs:
-/// let shared = Jwt::hs256(std::env::var("JWT_SECRET").unwrap_or_default()).audience("agents");
+/// let shared = Jwt::hs256(std::env::var("JWT_SECRET")?).audience("agents");
 /// // Tokens of an identity provider, verified with its published keys:
 /// let provider = Jwt::jwks_url("https://id.example.com/.well-known/jwks.json")
 ///     .issuer("https://id.example.com/")
@@ -51,7 +51,8 @@ pub struct Jwt {
 }
 
 enum Keys {
-    Secret(DecodingKey),
+    /// `None`: the secret given was empty, and no token is accepted.
+    Secret(Option<DecodingKey>),
     Jwks(Jwks),
 }
 
@@ -99,9 +100,12 @@ impl Jwt {
         Self { keys, audience: Vec::new(), issuer: Vec::new(), permissions_claim: "permissions".into(), leeway: 60 }
     }
 
-    /// Tokens signed with HS256 and `secret`, shared with whoever issues them.
+    /// Tokens signed with HS256 and `secret`, shared with whoever issues them (32 random bytes
+    /// or more, as RFC 7518 asks). An empty secret (an environment variable that was not set,
+    /// say) accepts no token at all: anyone could sign with it.
     pub fn hs256(secret: impl AsRef<[u8]>) -> Self {
-        Self::with(Keys::Secret(DecodingKey::from_secret(secret.as_ref())))
+        let secret = secret.as_ref();
+        Self::with(Keys::Secret((!secret.is_empty()).then(|| DecodingKey::from_secret(secret))))
     }
 
     /// Tokens signed by one of the keys of `document`, a JWKS (`{"keys": [..]}`) as identity
@@ -124,7 +128,8 @@ impl Jwt {
 
     /// Tokens signed by one of the keys published at `url` (an identity provider's
     /// `jwks_uri`). The document is fetched when the first token comes, kept for an hour, and
-    /// fetched again sooner for a token naming a key it lacks (at most every 30 seconds).
+    /// fetched again sooner for a token naming a key it lacks (at most every 30 seconds). When a
+    /// fetch fails, the document fetched last is used.
     pub fn jwks_url(url: impl Into<String>) -> Self {
         Self::with(Keys::Jwks(Jwks::fetched(url.into())))
     }
@@ -185,7 +190,11 @@ impl Jwt {
     async fn verify(&self, token: &str) -> Result<AuthUser, Refusal> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| malformed())?;
         let (key, algorithms) = match &self.keys {
-            Keys::Secret(key) => (key.clone(), vec![Algorithm::HS256]),
+            Keys::Secret(Some(key)) => (key.clone(), vec![Algorithm::HS256]),
+            Keys::Secret(None) => {
+                tracing::error!("Jwt::hs256 was given an empty secret: every token is refused");
+                return Err(Refusal::new("the server has no secret to verify tokens with: it accepts none"));
+            }
             Keys::Jwks(jwks) => {
                 let found = jwks.find(header.kid.as_deref()).await.map_err(|Unavailable::Fetch(reason)| {
                     tracing::warn!(%reason, "the identity provider's keys could not be fetched");
