@@ -469,6 +469,52 @@ async fn runs_started_over_a2a_and_mcp_see_the_caller() {
     assert!(called.contains("direct:ada") && called.contains("inner:ada"), "{called}");
 }
 
+/// Everything the process logs, at every level.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Keys and tokens, accepted or refused, never reach the log (the only test of this file that
+/// installs a subscriber, for the whole process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_never_reach_the_log() {
+    let log = Log::default();
+    let writer = log.clone();
+    let subscriber =
+        tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_writer(move || writer.clone()).finish();
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+
+    let keys = serve(Server::new().auth(ApiKeys::new().key(API_KEY, AuthUser::new("ada")))).await;
+    let guess = "gw-guessed-key-0000";
+    assert_eq!(run_as(keys, &[("x-api-key", API_KEY)]).await.len(), 2);
+    assert_eq!(get(keys, "/info", &[("x-api-key", guess)]).await.status, 401);
+    assert_eq!(get(keys, "/info", &[("authorization", &bearer(API_KEY))]).await.status, 200);
+
+    let tokens = serve(Server::new().auth(Jwt::hs256(SECRET))).await;
+    let key = EncodingKey::from_secret(SECRET.as_bytes());
+    let good = token(Algorithm::HS256, None, &key, &claims(&json!({"aud": null})));
+    let expired = token(Algorithm::HS256, None, &key, &claims(&json!({"aud": null, "exp": now() - 3600})));
+    assert_eq!(run_as(tokens, &[("authorization", &bearer(&good))]).await.len(), 2);
+    assert_eq!(get(tokens, "/info", &[("authorization", &bearer(&expired))]).await.status, 401);
+    assert_eq!(get(tokens, "/info", &[("authorization", "Bearer not.a.jwt")]).await.status, 401);
+
+    let text = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
+    assert!(text.contains("request refused"), "the log was captured:\n{text}");
+    for secret in [API_KEY, guess, SECRET, &good, &expired, "not.a.jwt"] {
+        assert!(!text.contains(secret), "{secret:?} reached the log:\n{text}");
+    }
+}
+
 fn prepared(variable: &str, what: &str) -> String {
     match std::env::var(variable) {
         Ok(value) if !value.is_empty() => value,
