@@ -300,19 +300,43 @@ fn es256_key(kid: &str) -> (EncodingKey, Value) {
     (EncodingKey::from_ec_der(pkcs8.as_ref()), jwk)
 }
 
+/// A fresh 2048-bit RSA key pair: the key to sign with, and its public half as a JWK named
+/// `kid`, with no `alg` (any RSA algorithm then goes).
+fn rs256_key(kid: &str) -> (EncodingKey, Value) {
+    use aws_lc_rs::encoding::AsDer;
+    let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+    let public = aws_lc_rs::rsa::PublicKeyComponents::<Vec<u8>>::from(pair.public_key());
+    let jwk = json!({"kty": "RSA", "use": "sig", "kid": kid,
+        "n": URL_SAFE_NO_PAD.encode(&public.n), "e": URL_SAFE_NO_PAD.encode(&public.e)});
+    // jsonwebtoken signs with the PKCS#1 key: the OCTET STRING of the PKCS#8 document, after
+    // its fixed rsaEncryption algorithm identifier.
+    let pkcs8 = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&pair).unwrap();
+    let pkcs8 = pkcs8.as_ref();
+    let rsa_encryption = [0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00];
+    let at = pkcs8.windows(rsa_encryption.len()).position(|w| w == rsa_encryption).unwrap() + rsa_encryption.len();
+    assert_eq!(pkcs8[at..at + 2], [0x04, 0x82], "an OCTET STRING with a two-byte length");
+    let pkcs1 = &pkcs8[at + 4..];
+    (EncodingKey::from_rsa_der(pkcs1), jwk)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn es256_tokens_are_verified_with_a_jwks_file() {
+async fn es256_and_rs256_tokens_are_verified_with_a_jwks_file() {
     let (signing, jwk) = es256_key("k1");
     let (stranger, _) = es256_key("k1");
+    let (rsa, rsa_jwk) = rs256_key("r1");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("jwks.json");
-    std::fs::write(&file, json!({"keys": [jwk]}).to_string()).unwrap();
+    std::fs::write(&file, json!({"keys": [jwk, rsa_jwk]}).to_string()).unwrap();
     let addr = serve(Server::new().auth(Jwt::jwks_file(&file).unwrap().audience("agents"))).await;
     let plain = claims(&json!({"iss": null}));
 
     let good = token(Algorithm::ES256, Some("k1"), &signing, &plain);
     let seen = run_as(addr, &[("authorization", &bearer(&good))]).await;
     assert_eq!(seen[0], "direct:user-7[Grace]/threads:write,runs:read");
+    let by_rsa = token(Algorithm::RS256, Some("r1"), &rsa, &plain);
+    assert_eq!(get(addr, "/info", &[("authorization", &bearer(&by_rsa))]).await.status, 200);
+    let rsa_as_ec = token(Algorithm::ES256, Some("r1"), &signing, &plain);
+    get(addr, "/info", &[("authorization", &bearer(&rsa_as_ec))]).await.refused("ES256", &[&rsa_as_ec]);
 
     let forged = token(Algorithm::ES256, Some("k1"), &stranger, &plain);
     let unknown = token(Algorithm::ES256, Some("k2"), &signing, &plain);
