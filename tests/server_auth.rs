@@ -1,8 +1,9 @@
 //! Authentication of the server over real sockets on loopback: API keys, JWTs signed with a
-//! shared secret (HS256) and with a key pair (ES256, its public key in a JWKS file and at a JWKS
-//! URL), what is open without credentials, what a refusal says (and never repeats), the caller
-//! as nodes see it (`Runtime::user`, subgraphs included), and the safe defaults: no public
-//! address without authentication, no `Cors::any()` with it. LangGraph's clients drive it too:
+//! shared secret (HS256) and with key pairs (ES256 and RS256, their public keys in a JWKS file
+//! and at a JWKS URL), what is open without credentials, what a refusal says (and never
+//! repeats), what reaches the log (no credential), the caller as nodes see it
+//! (`Runtime::user`, subgraphs, A2A and MCP included), and the safe defaults: no public address
+//! without authentication, no `Cors::any()` with it. LangGraph's clients drive it too:
 //! `langgraph-sdk` with `api_key=` (`tests/server/auth_scenarios.py`) and
 //! `@langchain/langgraph-sdk` with `apiKey` (`tests/server/auth_scenarios.mjs`), prepared by
 //! `scripts/test`.
