@@ -9,11 +9,16 @@
 //! cargo run --example serve -- 127.0.0.1:8123 other.db
 //! cargo run --features postgres --example serve -- 127.0.0.1:8123 postgres://user@db/agents
 //! cargo run --example serve -- 127.0.0.1:8123 :memory:   # nothing kept when the process ends
+//! GRAPHWRIGHT_API_KEY=.. cargo run --example serve -- 0.0.0.0:2024   # other machines, with a key
 //! ```
 //!
 //! With `GRAPHWRIGHT_AES_KEY` set (base64 of 32 bytes: `openssl rand -base64 32`), what is
 //! stored is encrypted with it; keys rotated out go, comma-separated, in
 //! `GRAPHWRIGHT_AES_OLD_KEYS`, to keep reading what they wrote.
+//!
+//! With `GRAPHWRIGHT_API_KEY` set, every request must carry that key (`get_client(url=..,
+//! api_key=..)` sends it), and nodes see the caller as user `owner`; without it the server
+//! listens on loopback addresses only.
 //!
 //! With a PostgreSQL URL, start as many processes as you like on the same database: they share
 //! threads, runs and the store. `/assistants/chat/schemas` describes a graph's input, output and
@@ -33,7 +38,7 @@
 //! ```
 
 use graphwright::prelude::*;
-use graphwright_server::Server;
+use graphwright_server::{ApiKeys, AuthUser, Server};
 
 /// A chat agent: replies word by word, and calls a weather tool when asked about the weather.
 #[graph]
@@ -142,6 +147,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = match std::env::var("GRAPHWRIGHT_AES_KEY") {
         Ok(key) => server.encryption(keys(&key, &std::env::var("GRAPHWRIGHT_AES_OLD_KEYS").unwrap_or_default())?),
         Err(_) => server,
+    };
+    let server = match std::env::var("GRAPHWRIGHT_API_KEY") {
+        Ok(key) if !key.is_empty() => server.auth(ApiKeys::new().key(key, AuthUser::new("owner"))),
+        _ => server,
     };
     let bound = server.bind(addr.as_str()).await?;
     println!("serving graphs chat and refund on http://{} (threads in {database})", bound.local_addr()?);

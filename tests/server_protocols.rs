@@ -138,7 +138,9 @@ async fn serve(dir: &std::path::Path, host: &str) -> SocketAddr {
         .graph("slow", slow::graph().compile().unwrap())
         .graph("adder", adder::graph().compile().unwrap())
         .graph("broken", broken::graph().compile().unwrap())
-        .sqlite(dir.join("server.db"));
+        .sqlite(dir.join("server.db"))
+        // One test binds 0.0.0.0, which a server without authentication binds only when told.
+        .allow_unauthenticated();
     let bound = server.bind(format!("{host}:0")).await.unwrap();
     let addr = bound.local_addr().unwrap();
     tokio::spawn(bound.run());

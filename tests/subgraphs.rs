@@ -547,3 +547,51 @@ fn a_send_target_that_runs_a_subgraph_is_described_too() {
     assert_eq!(subgraphs[0].node(), "measure");
     assert_eq!(properties(&subgraphs[0].state_schema().to_value()), ["length", "word"]);
 }
+
+/// Who started the run, as a node of the parent and one of its subgraph see it.
+#[graph]
+mod signed {
+    use super::*;
+
+    #[state]
+    pub struct State {
+        #[reducer(append)]
+        pub seen: Vec<String>,
+    }
+
+    fn who(rt: &Runtime) -> String {
+        rt.user().map_or_else(|| "nobody".to_owned(), |u| format!("{} ({})", u.identity, u.permissions.join(",")))
+    }
+
+    #[node(entry, next = inner)]
+    fn outer(rt: &Runtime) -> StateUpdate {
+        StateUpdate::new().seen(vec![format!("outer: {}", who(rt))])
+    }
+
+    #[node(subgraph, next = END)]
+    fn inner() -> StateGraph<State> {
+        super::signed_inner::graph()
+    }
+}
+
+#[graph(state = super::signed::State)]
+mod signed_inner {
+    use super::signed::StateUpdate;
+    use super::*;
+
+    #[node(entry, next = END)]
+    fn mark(rt: &Runtime) -> StateUpdate {
+        let who = rt.user().map_or_else(|| "nobody".to_owned(), |u| u.identity.clone());
+        StateUpdate::new().seen(vec![format!("inner: {who}")])
+    }
+}
+
+#[tokio::test]
+async fn a_subgraph_sees_the_user_of_the_run_that_runs_it() {
+    let app = signed::graph().compile().unwrap();
+    let user = graphwright::AuthUser::new("ada").with_permissions(["read", "write"]);
+    let out = app.invoke(signed::State::default(), &RunConfig::default().user(user)).await.unwrap();
+    assert_eq!(out.state.seen, ["outer: ada (read,write)", "inner: ada"]);
+    let out = app.invoke(signed::State::default(), &RunConfig::default()).await.unwrap();
+    assert_eq!(out.state.seen, ["outer: nobody", "inner: nobody"], "no user outside a server");
+}

@@ -28,6 +28,7 @@ pub struct RunConfig<C = ()> {
     pub(crate) log: Option<crate::log::RunLog>,
     pub(crate) budget: Option<crate::model::Budget>,
     pub(crate) breakpoints: Option<Arc<Breakpoints>>,
+    pub(crate) user: Option<Arc<crate::AuthUser>>,
 }
 
 /// Breakpoints one run adds to the graph's own, by node name (`"*"` for every node).
@@ -88,6 +89,7 @@ impl<C> Default for RunConfig<C> {
             log: None,
             budget: None,
             breakpoints: None,
+            user: None,
         }
     }
 }
@@ -104,6 +106,7 @@ impl<C> Clone for RunConfig<C> {
             log: self.log.clone(),
             budget: self.budget,
             breakpoints: self.breakpoints.clone(),
+            user: self.user.clone(),
         }
     }
 }
@@ -120,6 +123,7 @@ impl<C> std::fmt::Debug for RunConfig<C> {
             .field("durability", &self.durability)
             .field("log", &self.log.as_ref().map(|log| &log.policy))
             .field("breakpoints", &self.breakpoints)
+            .field("user", &self.user.as_ref().map(|u| &u.identity))
             .finish()
     }
 }
@@ -211,6 +215,14 @@ impl<C> RunConfig<C> {
     #[must_use]
     pub fn log(mut self, log: Arc<dyn crate::log::EventLog>, policy: crate::log::CapturePolicy) -> Self {
         self.log = Some(crate::log::RunLog { log, policy: Arc::new(policy) });
+        self
+    }
+
+    /// Who starts the run, reachable from its nodes (and its subgraphs' nodes) through
+    /// [`Runtime::user`](crate::Runtime::user). The server sets it to the authenticated caller.
+    #[must_use]
+    pub fn user(mut self, user: impl Into<Arc<crate::AuthUser>>) -> Self {
+        self.user = Some(user.into());
         self
     }
 

@@ -91,6 +91,7 @@ pub mod state;
 pub mod store;
 pub mod stream;
 pub mod tool;
+mod user;
 
 #[cfg(feature = "postgres")]
 pub use checkpoint::PostgresSaver;
@@ -126,6 +127,7 @@ pub use state::{Overwrite, State, Update, Write};
 pub use store::{InMemoryStore, Store, StoreError};
 pub use stream::{Event, EventKind, RunStream, StreamMode, StreamModes};
 pub use tool::{Tool, ToolError, ToolNode, ToolRuntime, ToolSet, tools_condition};
+pub use user::AuthUser;
 
 /// The JSON crate this crate's API speaks (tool schemas and arguments, interrupt payloads),
 /// re-exported so that `graphwright::serde_json::Value` is always the version it uses.

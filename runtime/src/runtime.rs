@@ -83,6 +83,8 @@ pub(crate) struct RunShared<C> {
     pub(crate) parent_goto: std::sync::OnceLock<String>,
     /// Breakpoints given for this run alone ([`RunConfig::interrupt_before`](crate::RunConfig::interrupt_before)).
     pub(crate) breakpoints: Option<crate::config::NodeBreakpoints>,
+    /// Who started the run ([`RunConfig::user`](crate::RunConfig::user)).
+    pub(crate) user: Option<Arc<crate::AuthUser>>,
 }
 
 impl<C> RunShared<C> {
@@ -133,6 +135,7 @@ impl Runtime<()> {
             nested: false,
             parent_goto: std::sync::OnceLock::new(),
             breakpoints: None,
+            user: None,
         };
         Self {
             run: Arc::new(run),
@@ -175,6 +178,13 @@ impl<C> Runtime<C> {
     /// Which attempt this is, starting at 1; above 1 only under a retry policy.
     pub fn attempt(&self) -> u32 {
         self.task.attempt
+    }
+
+    /// Who started the run: the caller a server authenticated, as given with
+    /// [`RunConfig::user`](crate::RunConfig::user); `None` outside a server or without
+    /// authentication. A subgraph's nodes see the user of the run that runs it.
+    pub fn user(&self) -> Option<&crate::AuthUser> {
+        self.run.user.as_deref()
     }
 
     /// The thread the run belongs to, if it has one.

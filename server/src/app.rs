@@ -42,6 +42,8 @@ pub(crate) struct App {
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// Wakes the cron scheduler when crons change.
     pub(crate) crons: crate::crons::Alarm,
+    /// Whether requests are authenticated (`/info` says so).
+    pub(crate) authenticated: bool,
 }
 
 impl App {

@@ -94,8 +94,8 @@ impl Cors {
     }
 
     /// Every origin, as LangGraph's server allows by default: any website a user visits may
-    /// then read and drive the server. Only for a server behind authentication that does not
-    /// rely on cookies.
+    /// then read and drive the server. Refused by a server with [`Server::auth`](crate::Server::auth)
+    /// (list the front ends' origins instead); for a server that is open on purpose.
     pub fn any() -> Self {
         Self::with(Origins::Any)
     }
@@ -141,6 +141,11 @@ impl Cors {
     pub fn max_age(mut self, max_age: Duration) -> Self {
         self.max_age = max_age;
         self
+    }
+
+    /// Whether every origin is allowed ([`Cors::any`]).
+    pub(crate) fn is_any(&self) -> bool {
+        matches!(self.origins, Origins::Any)
     }
 
     /// Checks the configuration and builds what serves it: the CORS layer and the origin guard.

@@ -123,6 +123,22 @@ pub enum ServerError {
     /// A [`Cors`](crate::Cors) setting is not an origin, a method or a header name.
     #[error(transparent)]
     Cors(#[from] crate::cors::CorsError),
+    /// The server was to listen on an address other machines reach, with no authenticator.
+    #[error(
+        "refusing to serve {addr} without authentication: anyone who reaches it could read every thread and start \
+         runs; add an authenticator with Server::auth(ApiKeys::new().key(..)) or Server::auth(Jwt::..), bind a \
+         loopback address (127.0.0.1), or opt in to an open server with Server::allow_unauthenticated()"
+    )]
+    Unauthenticated {
+        /// The address.
+        addr: String,
+    },
+    /// [`Cors::any`](crate::Cors::any) was given to a server with authentication.
+    #[error(
+        "Cors::any() lets every website call an authenticated server from its users' browsers: list the origins \
+         of your front ends with Cors::loopback().allow_origin(\"https://..\") instead"
+    )]
+    AnyOriginWithAuth,
     /// Two graphs were given the same name.
     #[error("two graphs are named `{0}`: give each graph its own name")]
     DuplicateGraph(String),

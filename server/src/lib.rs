@@ -53,6 +53,13 @@
 //! let server = Server::new().cors(Cors::loopback().allow_origin("https://chat.example.com"));
 //! ```
 //!
+//! With [`Server::auth`], every request but `GET /ok`, the chat page's files and CORS preflights
+//! must carry credentials the authenticator accepts ([`ApiKeys`] for the `x-api-key` header
+//! LangGraph's clients send, [`Jwt`] for bearer tokens, or an async function of an
+//! [`AuthRequest`]); nodes see the caller as [`Runtime::user`](graphwright::Runtime::user). Without
+//! an authenticator the server binds loopback addresses only, unless
+//! [`Server::allow_unauthenticated`] says otherwise.
+//!
 //! `/metrics` reports runs, the queue and requests in Prometheus's text format.
 //!
 //! Threads, runs and the store live in one SQLite file for one process
@@ -75,6 +82,7 @@
 
 mod api;
 mod app;
+mod auth;
 #[cfg(feature = "postgres")]
 mod cluster;
 mod cors;
@@ -89,6 +97,8 @@ mod server;
 mod time;
 mod wire;
 
+pub use auth::{ApiKeys, AuthRequest, Authenticator, Jwt, JwtError, Refusal};
 pub use cors::{Cors, CorsError};
 pub use error::{ApiError, ServerError};
+pub use graphwright::AuthUser;
 pub use server::{Bound, DEFAULT_BODY_LIMIT, Server};

@@ -1,6 +1,7 @@
 //! [`Server`]: which graphs to serve, where to keep their threads, and the listening socket.
 
 use crate::app::{App, Scratch, system_assistant_id};
+use crate::auth::Authenticator;
 use crate::cors::Cors;
 use crate::error::ServerError;
 use crate::meta::sqlite::SqliteMeta;
@@ -82,6 +83,9 @@ pub struct Server {
     cors: Cors,
     /// The keys the server's storage is encrypted with.
     encryption: Option<Keys>,
+    auth: Option<Arc<dyn Authenticator>>,
+    /// Whether binding an address other machines reach without `auth` was asked for.
+    open: bool,
 }
 
 impl Default for Server {
@@ -98,6 +102,8 @@ impl std::fmt::Debug for Server {
             .field("body_limit", &self.body_limit)
             .field("cors", &self.cors)
             .field("encryption", &self.encryption.as_ref().map(Keys::id))
+            .field("auth", &self.auth.is_some())
+            .field("allow_unauthenticated", &self.open)
             .finish()
     }
 }
@@ -111,6 +117,8 @@ impl Server {
             body_limit: DEFAULT_BODY_LIMIT,
             cors: Cors::loopback(),
             encryption: None,
+            auth: None,
+            open: false,
         }
     }
 
@@ -193,10 +201,58 @@ impl Server {
         self
     }
 
+    /// Authenticates every request with `authenticator` before it reaches a route: a request it
+    /// refuses is answered 401 with a `WWW-Authenticate` challenge and `{"detail": reason}`, and
+    /// the runs a request it lets in starts see its user as
+    /// [`Runtime::user`](graphwright::Runtime::user). `GET /ok`, the chat page's files (`/`,
+    /// `/ui/*`) and CORS preflights are let in without credentials; `/info` reports
+    /// `"flags": {"auth": true}`. The credentials themselves (`Authorization`, `x-api-key`) are
+    /// taken off the request once it is let in, so they reach no handler, log or record.
+    ///
+    /// With authentication, [`Cors::any`] is refused: list the origins of your front ends.
+    ///
+    /// ```no_run
+    /// use graphwright::AuthUser;
+    /// use graphwright::prebuilt::MessagesState;
+    /// use graphwright::prelude::*;
+    /// use graphwright_server::{ApiKeys, Server};
+    ///
+    /// # async fn serve(agent: CompiledGraph<MessagesState>) -> Result<(), graphwright_server::ServerError> {
+    /// let key = std::env::var("GRAPHWRIGHT_API_KEY").expect("an API key for the server's clients");
+    /// Server::new()
+    ///     .graph("agent", agent)
+    ///     .auth(ApiKeys::new().key(key, AuthUser::new("team")))
+    ///     .serve("0.0.0.0:2024")
+    ///     .await
+    /// # }
+    /// ```
+    ///
+    /// From Python, `get_client(url=.., api_key=key)` sends the key in `x-api-key`.
+    pub fn auth(mut self, authenticator: impl Authenticator) -> Self {
+        self.auth = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// Lets [`bind`](Self::bind) and [`serve`](Self::serve) listen on an address other machines
+    /// reach (`0.0.0.0`, a LAN address) without [`auth`](Self::auth): anyone who reaches the
+    /// port can then read every thread and start runs. Without it such a server refuses to
+    /// start with [`ServerError::Unauthenticated`]; with it, it starts with a warning in the log.
+    /// For a server behind a proxy that authenticates, or on a network you trust.
+    pub fn allow_unauthenticated(mut self) -> Self {
+        self.open = true;
+        self
+    }
+
     /// The server's routes, ready to be served by `axum` (or nested under a prefix of a
     /// larger application). Opens the storage; with SQLite, runs a previous process left
     /// unfinished are marked `error`, so their threads are not left busy.
+    ///
+    /// The router authenticates with [`auth`](Self::auth) when given one; where it listens is
+    /// up to the caller, who takes on the check [`bind`](Self::bind) makes.
     pub async fn into_router(self) -> Result<axum::Router, ServerError> {
+        if self.auth.is_some() && self.cors.is_any() {
+            return Err(ServerError::AnyOriginWithAuth);
+        }
         let (cors, guard) = self.cors.build()?;
         let runs = Arc::new(Runs::default());
         let storage = self.open(&runs).await?;
@@ -224,9 +280,18 @@ impl Server {
             body_limit: self.body_limit,
             metrics: Arc::default(),
             crons: crate::crons::Alarm::default(),
+            authenticated: self.auth.is_some(),
         });
         crate::crons::start(&app);
-        let router = crate::api::router(app)
+        let mut router = crate::api::router(app);
+        if let Some(authenticator) = self.auth {
+            // Inside the origin guard: a page that may not call the server is refused before
+            // its credentials are looked at.
+            router = router.layer(axum::middleware::from_fn(move |request, next| {
+                crate::auth::guard(Arc::clone(&authenticator), request, next)
+            }));
+        }
+        let router = router
             .layer(axum::middleware::from_fn(move |request, next| guard.clone().check(request, next)))
             // Outermost: preflights are answered before the guard, which sees no `OPTIONS`.
             .layer(cors);
@@ -287,11 +352,27 @@ impl Server {
 
     /// Binds `addr` (port 0 picks a free port) and returns the bound server, whose address is
     /// known before it serves.
+    ///
+    /// Without [`auth`](Self::auth), only loopback addresses (`127.0.0.1`, `[::1]`,
+    /// `localhost`) are bound: any other fails with [`ServerError::Unauthenticated`] unless
+    /// [`allow_unauthenticated`](Self::allow_unauthenticated) was called.
     pub async fn bind(self, addr: impl tokio::net::ToSocketAddrs + std::fmt::Display) -> Result<Bound, ServerError> {
         let shown = addr.to_string();
+        let io = |source| ServerError::Io { addr: shown.clone(), source };
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await.map_err(io)?.collect();
+        let public = addrs.iter().any(|a| !a.ip().to_canonical().is_loopback());
+        if public && self.auth.is_none() {
+            if !self.open {
+                return Err(ServerError::Unauthenticated { addr: shown });
+            }
+            tracing::warn!(
+                addr = %shown,
+                "serving without authentication on an address other machines may reach: anyone who reaches it \
+                 can read every thread and start runs (Server::allow_unauthenticated)"
+            );
+        }
         let router = self.into_router().await?;
-        let listener =
-            tokio::net::TcpListener::bind(addr).await.map_err(|source| ServerError::Io { addr: shown, source })?;
+        let listener = tokio::net::TcpListener::bind(&addrs[..]).await.map_err(io)?;
         Ok(Bound { listener, router })
     }
 

@@ -450,6 +450,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 durability: cfg.durability,
             }),
             nested: false,
+            user: cfg.user.clone(),
             parent_goto: std::sync::OnceLock::new(),
             breakpoints: match &cfg.breakpoints {
                 Some(set) => Some(set.resolve(&self.inner.name, &self.inner.node_index)?),

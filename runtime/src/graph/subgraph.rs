@@ -475,6 +475,7 @@ fn run_shared<CS: State, C>(
         nested: true,
         parent_goto: std::sync::OnceLock::new(),
         breakpoints: None,
+        user: rt.run.user.clone(),
     })
 }
 

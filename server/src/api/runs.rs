@@ -2,6 +2,7 @@
 
 use super::respond::{event_stream, json, locate, no_content, result_of, result_when_done};
 use crate::app::App;
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::runs::request::RunCreate;
 use crate::runs::{self, Attached, Cancel, Live};
@@ -42,15 +43,19 @@ async fn waited(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Resu
 pub(super) async fn create(
     State(app): State<Arc<App>>,
     Path(thread): Path<String>,
-    Body(body): Body<RunCreate>,
+    Caller(user): Caller,
+    Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
+    body.user = user;
     background(&app, Some(thread), body).await
 }
 
 pub(super) async fn create_stateless(
     State(app): State<Arc<App>>,
-    Body(body): Body<RunCreate>,
+    Caller(user): Caller,
+    Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
+    body.user = user;
     background(&app, None, body).await
 }
 
@@ -58,8 +63,12 @@ pub(super) async fn create_stateless(
 /// recorded, so a bad one starts none.
 pub(super) async fn create_batch(
     State(app): State<Arc<App>>,
-    Body(bodies): Body<Vec<RunCreate>>,
+    Caller(user): Caller,
+    Body(mut bodies): Body<Vec<RunCreate>>,
 ) -> Result<Response, ApiError> {
+    for body in &mut bodies {
+        body.user.clone_from(&user);
+    }
     if bodies.is_empty() {
         return Err(ApiError::Invalid("a batch needs at least one run".into()));
     }
@@ -78,30 +87,38 @@ pub(super) async fn create_batch(
 pub(super) async fn stream(
     State(app): State<Arc<App>>,
     Path(thread): Path<String>,
-    Body(body): Body<RunCreate>,
+    Caller(user): Caller,
+    Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
+    body.user = user;
     streamed(&app, Some(thread), body).await
 }
 
 pub(super) async fn stream_stateless(
     State(app): State<Arc<App>>,
-    Body(body): Body<RunCreate>,
+    Caller(user): Caller,
+    Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
+    body.user = user;
     streamed(&app, None, body).await
 }
 
 pub(super) async fn wait(
     State(app): State<Arc<App>>,
     Path(thread): Path<String>,
-    Body(body): Body<RunCreate>,
+    Caller(user): Caller,
+    Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
+    body.user = user;
     waited(&app, Some(thread), body).await
 }
 
 pub(super) async fn wait_stateless(
     State(app): State<Arc<App>>,
-    Body(body): Body<RunCreate>,
+    Caller(user): Caller,
+    Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
+    body.user = user;
     waited(&app, None, body).await
 }
 

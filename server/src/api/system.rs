@@ -19,7 +19,7 @@ pub(super) async fn ok() -> Json<Value> {
     Json(json!({"ok": true}))
 }
 
-pub(super) async fn info() -> Json<Value> {
+pub(super) async fn info(State(app): State<Arc<App>>) -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "server": "graphwright-server",
@@ -32,6 +32,7 @@ pub(super) async fn info() -> Json<Value> {
             "crons": true,
             "langsmith": false,
             "store": true,
+            "auth": app.authenticated,
         },
     }))
 }

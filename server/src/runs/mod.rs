@@ -155,6 +155,7 @@ pub(crate) async fn prepare(app: &App, thread: Option<String>, body: &RunCreate)
         recursion_limit: body.recursion_limit()?,
         interrupt_before: body.interrupt_before(),
         interrupt_after: body.interrupt_after(),
+        user: body.user.clone(),
     };
     graph.validate(&spec)?;
     let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));

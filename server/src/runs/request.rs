@@ -76,6 +76,10 @@ pub(crate) struct RunCreate {
     /// by the server, never read from a request.
     #[serde(skip)]
     pub(crate) cron: Option<Value>,
+    /// The authenticated caller, who the run's nodes see as `Runtime::user`; set by the server
+    /// from the request's credentials, never read from its body, and not stored.
+    #[serde(skip)]
+    pub(crate) user: Option<std::sync::Arc<graphwright::AuthUser>>,
 }
 
 /// What happens to a thread's in-flight run when another is created on it.

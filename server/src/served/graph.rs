@@ -60,6 +60,9 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Handle<S, C> {
         if !spec.interrupt_after.is_empty() {
             cfg = cfg.interrupt_after(&spec.interrupt_after);
         }
+        if let Some(user) = &spec.user {
+            cfg = cfg.user(Arc::clone(user));
+        }
         Ok(cfg)
     }
 

@@ -70,6 +70,8 @@ pub(crate) struct RunSpec {
     /// Breakpoints of this run alone, by node name (`"*"`: every node).
     pub(crate) interrupt_before: Vec<String>,
     pub(crate) interrupt_after: Vec<String>,
+    /// The authenticated caller who started the run.
+    pub(crate) user: Option<Arc<graphwright::AuthUser>>,
 }
 
 /// One event on a run's stream, named as the wire names it (`values`, `updates|node:task`, ..).

@@ -20,6 +20,7 @@ mod task;
 mod tasks;
 
 use crate::app::App;
+use crate::auth::Caller;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -38,15 +39,20 @@ pub(super) fn routes() -> Router<Arc<App>> {
         .route("/.well-known/agent-card.json", get(card::for_query))
 }
 
-async fn endpoint(State(app): State<Arc<App>>, Path(assistant): Path<String>, body: Body) -> Response {
+async fn endpoint(
+    State(app): State<Arc<App>>,
+    Path(assistant): Path<String>,
+    Caller(user): Caller,
+    body: Body,
+) -> Response {
     let call = match rpc::read(body, app.body_limit).await {
         Ok(call) => call,
         Err((id, error)) => return rpc::respond_error(&id, &error),
     };
     let (id, params, dialect) = (call.id, call.params, call.dialect);
     let answer = match call.method {
-        Method::Stream => return stream::stream(app, &assistant, id, &params, dialect).await,
-        Method::Send => send::send(&app, &assistant, &params, dialect).await,
+        Method::Stream => return stream::stream(app, &assistant, id, &params, dialect, user).await,
+        Method::Send => send::send(&app, &assistant, &params, dialect, user).await,
         Method::GetTask => tasks::get(&app, &assistant, &params, dialect).await,
         Method::CancelTask => tasks::cancel(&app, &assistant, &params, dialect).await,
     };

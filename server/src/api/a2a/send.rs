@@ -31,6 +31,7 @@ pub(super) async fn begin(
     params: &Map<String, Value>,
     dialect: Dialect,
     stream: bool,
+    user: Option<Arc<graphwright::AuthUser>>,
 ) -> Result<Begun, RpcError> {
     let incoming = input::read(params, dialect)?;
     let assistant = app.assistant(assistant).await?;
@@ -82,8 +83,9 @@ pub(super) async fn begin(
     if stream {
         body["stream_mode"] = json!(["values", "messages-tuple"]);
     }
-    let body: RunCreate =
+    let mut body: RunCreate =
         serde_json::from_value(body).map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))?;
+    body.user = user;
     let accepted = runs::create(app, Some(context_id.clone()), body, runs::Attached::Client).await?;
     let task_id = task_id.unwrap_or_else(|| accepted.live.run_id.clone());
     Ok(Begun { accepted, assistant_id, task_id, context_id, incoming })
@@ -124,8 +126,9 @@ pub(super) async fn send(
     assistant: &str,
     params: &Map<String, Value>,
     dialect: Dialect,
+    user: Option<Arc<graphwright::AuthUser>>,
 ) -> Result<Value, RpcError> {
-    let begun = begin(app, assistant, params, dialect, false).await?;
+    let begun = begin(app, assistant, params, dialect, false, user).await?;
     let outcome = if begun.incoming.blocking { Some(begun.accepted.live.done().await) } else { None };
     let Some(task) = task::find(app, &begun.assistant_id, &begun.task_id).await? else {
         return Err(RpcError::new(

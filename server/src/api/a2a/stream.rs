@@ -28,8 +28,9 @@ pub(super) async fn stream(
     id: Value,
     params: &Map<String, Value>,
     dialect: Dialect,
+    user: Option<Arc<graphwright::AuthUser>>,
 ) -> Response {
-    let begun = match send::begin(&app, assistant, params, dialect, true).await {
+    let begun = match send::begin(&app, assistant, params, dialect, true, user).await {
         Ok(begun) => begun,
         Err(error) => return rpc::event_stream(Body::from(rpc::error_event(&id, &error))),
     };

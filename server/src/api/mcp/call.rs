@@ -35,7 +35,13 @@ pub(super) async fn run(
         }
     }
     let body = json!({"assistant_id": found.assistant_id, "input": input});
-    let body: RunCreate = serde_json::from_value(body).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let mut body: RunCreate =
+        serde_json::from_value(body).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    // The caller the server authenticated, kept with the HTTP request rmcp hands over.
+    body.user = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::auth::Caller>().and_then(|caller| caller.0.clone()));
     let accepted = match runs::create(app, None, body, runs::Attached::Client).await {
         Ok(accepted) => accepted,
         Err(ApiError::Invalid(reason) | ApiError::BadRequest(reason)) => {
