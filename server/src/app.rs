@@ -38,6 +38,8 @@ pub(crate) struct App {
     pub(crate) cluster: Option<Arc<crate::cluster::Cluster>>,
     /// The largest request body accepted, in bytes.
     pub(crate) body_limit: usize,
+    /// The most runs in flight one authenticated user may have (`None`: no limit).
+    pub(crate) max_runs_per_user: Option<usize>,
     /// What `/metrics` reports.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// Wakes the cron scheduler when crons change.

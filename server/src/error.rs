@@ -33,6 +33,15 @@ pub enum ApiError {
     /// A graph operation failed (500).
     #[error("{0}")]
     Graph(String),
+    /// The caller has as many runs in flight as the server accepts per user (429, with
+    /// `Retry-After`).
+    #[error("{reason}")]
+    TooMany {
+        /// Whose limit, and what to do.
+        reason: String,
+        /// When to try again, in seconds.
+        retry_after_secs: u64,
+    },
 }
 
 impl ApiError {
@@ -45,6 +54,7 @@ impl ApiError {
             Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Storage(_) | Self::Graph(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -60,6 +70,7 @@ impl ApiError {
             Self::TooLarge(m) => Self::TooLarge(prefix(m)),
             Self::Storage(m) => Self::Storage(prefix(m)),
             Self::Graph(m) => Self::Graph(prefix(m)),
+            Self::TooMany { reason, retry_after_secs } => Self::TooMany { reason: prefix(reason), retry_after_secs },
         }
     }
 
@@ -104,7 +115,15 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::error!(error = %self, "request failed");
         }
-        (status, Json(serde_json::json!({ "detail": self.to_string() }))).into_response()
+        let retry_after = match &self {
+            Self::TooMany { retry_after_secs, .. } => Some(retry_after_secs.to_string()),
+            _ => None,
+        };
+        let mut response = (status, Json(serde_json::json!({ "detail": self.to_string() }))).into_response();
+        if let Some(value) = retry_after.and_then(|v| axum::http::HeaderValue::from_str(&v).ok()) {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+        }
+        response
     }
 }
 

@@ -80,6 +80,7 @@ pub struct Server {
     graphs: Vec<(String, Arc<dyn Served>)>,
     database: Database,
     body_limit: usize,
+    max_runs_per_user: Option<usize>,
     cors: Cors,
     /// The keys the server's storage is encrypted with.
     encryption: Option<Keys>,
@@ -100,6 +101,7 @@ impl std::fmt::Debug for Server {
             .field("graphs", &self.graphs.iter().map(|(name, _)| name).collect::<Vec<_>>())
             .field("database", &self.database)
             .field("body_limit", &self.body_limit)
+            .field("max_runs_per_user", &self.max_runs_per_user)
             .field("cors", &self.cors)
             .field("encryption", &self.encryption.as_ref().map(Keys::id))
             .field("auth", &self.auth.is_some())
@@ -115,6 +117,7 @@ impl Server {
             graphs: Vec::new(),
             database: Database::Memory,
             body_limit: DEFAULT_BODY_LIMIT,
+            max_runs_per_user: None,
             cors: Cors::loopback(),
             encryption: None,
             auth: None,
@@ -160,6 +163,25 @@ impl Server {
     #[cfg(feature = "postgres")]
     pub fn postgres(mut self, url: impl Into<String>) -> Self {
         self.database = Database::Postgres(url.into());
+        self
+    }
+
+    /// At most `runs` runs in flight (accepted, queued or running, not yet ended) per
+    /// authenticated user ([`auth`](Self::auth)), counted in this process (processes sharing
+    /// PostgreSQL each count their own): a run beyond it is
+    /// refused with 429, a `Retry-After` header and a `detail` naming the limit, before anything
+    /// of it is stored, so one user cannot crowd out the others or spend without bound. Runs of
+    /// a server without authentication, and runs crons fire, have no user and are not counted.
+    /// No limit unless set.
+    ///
+    /// ```
+    /// use graphwright_server::{ApiKeys, AuthUser, Server};
+    ///
+    /// let server = Server::new().auth(ApiKeys::new().key("k", AuthUser::new("ada"))).max_runs_per_user(4);
+    /// # let _ = server;
+    /// ```
+    pub fn max_runs_per_user(mut self, runs: usize) -> Self {
+        self.max_runs_per_user = Some(runs);
         self
     }
 
@@ -278,6 +300,7 @@ impl Server {
             #[cfg(feature = "postgres")]
             cluster: storage.cluster,
             body_limit: self.body_limit,
+            max_runs_per_user: self.max_runs_per_user,
             metrics: Arc::default(),
             crons: crate::crons::Alarm::default(),
             authenticated: self.auth.is_some(),

@@ -25,6 +25,8 @@ pub(super) struct Job {
     /// Whether the run is in the server's records (every run but a stateless one a client is
     /// attached to): its turn is taken through them and its end is stored there.
     pub(super) recorded: bool,
+    /// The run's place in its user's count of runs in flight, given back as the run ends.
+    pub(super) slot: Option<super::quota::Slot>,
 }
 
 /// How the graph part of a run ended.
@@ -37,7 +39,7 @@ enum Ended {
 }
 
 impl Job {
-    pub(super) async fn run(self) {
+    pub(super) async fn run(mut self) {
         #[cfg(feature = "postgres")]
         let published = self
             .app
@@ -65,6 +67,9 @@ impl Job {
         if let Outcome::Failed { error, message } = &outcome {
             self.live.push(&WireEvent { name: "error".into(), data: json!({"error": error, "message": message}) });
         }
+        // Given back before followers hear of the end: a client that starts its next run as soon
+        // as this one ends must find its place free.
+        drop(self.slot.take());
         self.live.finish(outcome);
         self.app.runs.ended(&self.live.run_id);
         #[cfg(feature = "postgres")]

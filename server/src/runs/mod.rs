@@ -3,6 +3,7 @@
 mod exec;
 pub(crate) mod feed;
 pub(crate) mod live;
+mod quota;
 pub(crate) mod request;
 
 pub(crate) use live::{Cancel, Live};
@@ -28,6 +29,8 @@ pub(crate) struct Runs {
     threads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Each thread's runs in the order they started, for followers of the thread.
     pub(crate) feeds: feed::ThreadFeeds,
+    /// Each user's runs in flight, for the per-user cap.
+    in_flight: Arc<quota::InFlight>,
 }
 
 impl Runs {
@@ -175,6 +178,11 @@ impl Prepared {
     pub(crate) async fn start(self, app: &Arc<App>, attached: Attached) -> Result<Accepted, ApiError> {
         let Self { graph, spec, row, creates, multitask, resumable, temporary } = self;
         let (run_id, thread_id, graph_id) = (row.run_id.clone(), row.thread_id.clone(), row.graph_id.clone());
+        // Before anything is recorded: a run refused for its user's cap leaves no trace.
+        let slot = match (&spec.user, app.max_runs_per_user) {
+            (Some(user), Some(cap)) => Some(app.runs.in_flight.take(&user.identity, cap)?),
+            _ => None,
+        };
         let scratch = temporary && attached == Attached::Client;
         let (run, graph, saver) = if scratch {
             let graph = Arc::clone(app.scratch.graphs.get(&graph_id).unwrap_or(&graph));
@@ -199,6 +207,7 @@ impl Prepared {
             live: Arc::clone(&live),
             temporary,
             recorded: !scratch,
+            slot,
         };
         tokio::spawn(job.run());
         Ok(Accepted { run, live })
