@@ -525,15 +525,17 @@ async fn an_older_sqlite_file_gains_assistant_versions_when_opened() {
     check_versions_gained(serve(&path).await, &id).await;
 }
 
-/// Opens `url` in headless Chromium (through playwright-core), waits for the run the page
-/// starts to end, saves a screenshot at `picture` and returns the page's HTML.
-async fn open_page(url: String, picture: &std::path::Path) -> String {
+/// Opens `url` in headless Chromium (through playwright-core), types each of `keys` into the
+/// page's API key form in turn when it asks, waits for the run the page starts to end, saves a
+/// screenshot at `picture` and returns the page's HTML.
+async fn open_page(url: String, picture: &std::path::Path, keys: &[&str]) -> String {
     let chromium = prepared("GRAPHWRIGHT_TEST_CHROMIUM", "Debian's chromium");
     let node = prepared("GRAPHWRIGHT_TEST_JS_SDK", "playwright-core");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/page_check.mjs");
     let picture = picture.display().to_string();
+    let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
     let run = tokio::task::spawn_blocking(move || {
-        Command::new("node").args([script, &url, &node, &chromium, &picture]).output().expect("node starts")
+        Command::new("node").args([script, &url, &node, &chromium, &picture]).args(keys).output().expect("node starts")
     });
     let output = tokio::time::timeout(Duration::from_mins(2), run).await.expect("the page settles").unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -552,6 +554,23 @@ fn pixels_of(path: &std::path::Path, rgb: [u8; 3]) -> usize {
     buffer[..frame.buffer_size()].chunks(channels).filter(|px| px[..3] == rgb).count()
 }
 
+/// The chat page of a server with authentication asks for an API key, asks again after a
+/// wrong one, and then works as without authentication, sending the key with every request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_page_asks_for_an_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = graphwright_server::ApiKeys::new().key("page-key-31", graphwright::AuthUser::new("reader"));
+    let addr = serve_with(with_graphs(Server::new()).sqlite(dir.path().join("server.db")).auth(keys)).await;
+    let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("chat-page-with-key.png");
+    let chat = format!("http://{addr}/?graph=chat&message=what%20is%20the%20weather%3F");
+    let dom = open_page(chat, &picture, &["a-wrong-key", "page-key-31"]).await;
+    for shown in ["weather: 4 °C and raining</li>", "It is 4 °C and raining there.</li>", "thread idle"] {
+        assert!(dom.contains(shown), "the page does not show {shown:?}:\n{dom}");
+    }
+    assert!(dom.contains(r#"<form id="key-form" hidden="">"#), "the key form is put away:\n{dom}");
+    assert!(!dom.contains("page-key-31"), "the key is not written into the page");
+}
+
 /// The chat page at `/`, in headless Chromium: a message sent from the page streams back the
 /// reply, with the tool call and its result shown; a graph that asks a person shows the
 /// question with a form to answer it. The screenshots land in the test's temporary folder for
@@ -564,7 +583,7 @@ async fn chat_page_in_headless_chromium() {
     let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let picture = shots.join("chat-page-weather.png");
     let chat = format!("http://{addr}/?graph=chat&message=what%20is%20the%20weather%3F");
-    let dom = open_page(chat, &picture).await;
+    let dom = open_page(chat, &picture, &[]).await;
     for shown in [
         r#"<li class="message human" data-id="#,
         ">what is the weather?</li>",
@@ -579,7 +598,7 @@ async fn chat_page_in_headless_chromium() {
     assert!(dom.contains(r#"<section id="interrupt" hidden="">"#), "no question is shown:\n{dom}");
 
     let approval = format!("http://{addr}/?graph=approval&message=%7B%22request%22%3A%22refund%207%22%7D");
-    let dom = open_page(approval, &shots.join("chat-page-approval.png")).await;
+    let dom = open_page(approval, &shots.join("chat-page-approval.png"), &[]).await;
     assert!(dom.contains(r#"<section id="interrupt">"#), "the question is shown:\n{dom}");
     assert!(
         dom.contains("&quot;question&quot;: &quot;approve?&quot;") || dom.contains(r#""question": "approve?""#),

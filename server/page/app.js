@@ -2,7 +2,9 @@
 // LangGraph's clients call) and shows messages as they arrive, tool calls, and interrupts.
 //
 // Query parameters: `graph` picks the graph, `thread` opens a thread, and `message` sends a
-// first message once the page has loaded.
+// first message once the page has loaded. A server with authentication answers 401: the page
+// then asks for an API key, keeps it for the tab (sessionStorage, never in the URL) and sends it
+// as `x-api-key`, as LangGraph's clients do.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -10,17 +12,52 @@ const params = new URLSearchParams(location.search);
 let threadId = params.get("thread");
 // Messages streamed token by token, by message id, until the run's values replace them.
 const streaming = new Map();
+const KEY = "graphwright-api-key";
+
+// The request's headers: JSON when there is a body, and the API key when one was given.
+function headers(json) {
+  const out = json ? { "content-type": "application/json" } : {};
+  const key = sessionStorage.getItem(KEY);
+  if (key) out["x-api-key"] = key;
+  return out;
+}
+
+// A request the server refused for want of credentials.
+class Unauthorized extends Error {}
 
 async function api(path, body, method) {
   const response = await fetch(path, {
     method: method ?? (body === undefined ? "GET" : "POST"),
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers: headers(body !== undefined),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
   const data = text ? JSON.parse(text) : null;
-  if (!response.ok) throw new Error(data?.detail ?? `${response.status} ${response.statusText}`);
+  const message = data?.detail ?? `${response.status} ${response.statusText}`;
+  if (response.status === 401) throw new Unauthorized(message);
+  if (!response.ok) throw new Error(message);
   return data;
+}
+
+// Shows the key form with the server's reason, and resolves once a key is given.
+function askForKey(reason) {
+  status(reason, true);
+  $("key-form").hidden = false;
+  $("key").focus();
+  return new Promise((resolve) => {
+    $("key-form").addEventListener(
+      "submit",
+      (event) => {
+        event.preventDefault();
+        sessionStorage.setItem(KEY, $("key").value.trim());
+        $("key").value = "";
+        $("key-form").hidden = true;
+        status("");
+        resolve();
+      },
+      { once: true },
+    );
+  });
 }
 
 function status(text, isError) {
@@ -139,7 +176,7 @@ async function run(body) {
     const thread = await ensureThread();
     const response = await fetch(`/threads/${thread}/runs/stream`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: headers(true),
       body: JSON.stringify({
         assistant_id: $("assistant").value,
         stream_mode: ["values", "messages-tuple", "updates"],
@@ -183,8 +220,20 @@ async function loadThread() {
   if (state.next.length) showInterrupt(state.interrupts);
 }
 
+// The graphs served, asking for a key for as long as the server refuses the one given.
+async function graphs() {
+  for (;;) {
+    try {
+      return await api("/assistants/search", { limit: 100, metadata: { created_by: "system" } });
+    } catch (error) {
+      if (!(error instanceof Unauthorized)) throw error;
+      await askForKey(error.message);
+    }
+  }
+}
+
 async function start() {
-  const assistants = await api("/assistants/search", { limit: 100, metadata: { created_by: "system" } });
+  const assistants = await graphs();
   for (const assistant of assistants) {
     $("assistant").append(new Option(assistant.graph_id, assistant.assistant_id));
   }
