@@ -3,10 +3,14 @@
 //! byte and a body moved to another row are typed errors naming what failed; what was stored in
 //! plain text reads after encryption is turned on; keys rotate.
 
+#[path = "support/raw_file.rs"]
+mod raw_file;
+
 use graphwright::checkpoint::{CheckpointError, Checkpointer, SqliteSaver};
 use graphwright::encryption::Keys;
 use graphwright::prelude::*;
 use graphwright::store::{SearchQuery, SqliteStore, Store, StoreError};
+use raw_file::{contains, raw_bytes};
 use rusqlite::Connection;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -79,19 +83,6 @@ fn corrupt(error: GraphError) -> (String, String) {
         GraphError::Checkpoint(CheckpointError::Corrupt { field, reason, .. }) => (field, reason),
         other => panic!("expected a Corrupt error, got {other:?}"),
     }
-}
-
-/// Every byte of the database and its write-ahead log, as SQLite left them on disk.
-fn raw_bytes(path: &Path) -> Vec<u8> {
-    let mut bytes = std::fs::read(path).unwrap();
-    if let Ok(wal) = std::fs::read(path.with_extension("db-wal")) {
-        bytes.extend(wal);
-    }
-    bytes
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 fn db(dir: &tempfile::TempDir) -> PathBuf {

@@ -8,10 +8,13 @@
 #[path = "support/postgres.rs"]
 mod postgres_server;
 
+#[path = "support/raw_file.rs"]
+mod raw_file;
+
 use graphwright::encryption::Keys;
 use graphwright_server::Server;
+use raw_file::{contains, raw_bytes};
 use serde_json::{Value, json};
-use std::path::Path;
 
 /// The served example's graphs.
 #[allow(dead_code)] // its `main` and PostgreSQL set-up are the example's own
@@ -89,19 +92,6 @@ async fn shown(url: &str, thread: &str) -> Result<String, (u16, Value)> {
         seen.push(answer.to_string());
     }
     Ok(seen.join("\n"))
-}
-
-/// Every byte of the SQLite file and its write-ahead log.
-fn raw_bytes(path: &Path) -> Vec<u8> {
-    let mut bytes = std::fs::read(path).unwrap();
-    if let Ok(wal) = std::fs::read(path.with_extension("db-wal")) {
-        bytes.extend(wal);
-    }
-    bytes
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

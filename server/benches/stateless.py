@@ -17,6 +17,8 @@ import re
 import subprocess
 import tempfile
 
+from procfs import cpu_seconds
+
 BODY = '{"assistant_id": "chat", "input": {"messages": [{"type": "human", "content": "what is the weather?"}]}}'
 
 SCRIPT = f"""
@@ -28,38 +30,6 @@ done = function(summary, latency, requests)
     latency:percentile(50), latency:percentile(99), summary.duration))
 end
 """
-
-
-def tree(root):
-    """`root` and every descendant."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry))
-            except (OSError, IndexError, ValueError):
-                pass
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def cpu_seconds(root):
-    """CPU time (user + system) the server's processes have used so far."""
-    ticks = 0
-    for pid in tree(root):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def main():

@@ -24,12 +24,13 @@ use crate::error::ApiError;
 use crate::meta::postgres::{OWNER_LOCK, PgMeta, pg};
 use crate::runs::live::Frame;
 use crate::runs::{Cancel, Live, Runs};
-use crate::sealed::Sealer;
+use crate::sealed::{Row, Sealer};
 use crate::served::Outcome;
 use crate::time;
 use futures::{FutureExt, StreamExt};
 use graphwright::checkpoint::deadpool_postgres::Pool;
 use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, AsyncMessage, NoTls};
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
@@ -264,11 +265,11 @@ impl Cluster {
     async fn insert_events(&self, run: &str, batch: &[Arc<Frame>]) -> Result<(), ApiError> {
         let seqs: Vec<i32> = batch.iter().map(|f| i32::try_from(f.id).unwrap_or(i32::MAX)).collect();
         let names: Vec<&str> = batch.iter().map(|f| f.name.as_str()).collect();
-        let row = format!("run {run}");
-        let data: Vec<String> = batch
+        let data: Vec<Cow<'_, str>> = batch
             .iter()
-            .map(|f| self.sealer.seal_text(&f.data, &row, &format!("event {}", f.id)))
+            .map(|f| self.sealer.seal_text(&f.data, Row::run(run), format_args!("event {}", f.id)))
             .collect::<Result<_, _>>()?;
+        let data: Vec<&str> = data.iter().map(AsRef::as_ref).collect();
         let client = self.meta.client().await?;
         // One round trip: the insert, then the notification (sent when it commits).
         client
@@ -295,7 +296,7 @@ impl Cluster {
                  SELECT pg_notify($4, 'events ' || $1) FROM (SELECT count(*) FROM written) AS done",
                 &[
                     &run,
-                    &self.sealer.seal_text(&encode(outcome), &format!("run {run}"), "outcome")?,
+                    &self.sealer.seal_text(&encode(outcome), Row::run(run), "outcome")?.as_ref(),
                     &now_ms(),
                     &CHANNEL,
                 ],
@@ -360,7 +361,7 @@ impl Cluster {
                 let stored: Option<String> = row.try_get(0)?;
                 stored
                     .map(|text| {
-                        let text = self.sealer.open_text(text, &format!("run {}", live.run_id), "outcome")?;
+                        let text = self.sealer.open_text(text, Row::run(&live.run_id), "outcome")?;
                         serde_json::from_str(&text).map_err(|e| {
                             ApiError::Storage(format!("run {}'s stored outcome is damaged: {e}", live.run_id))
                         })
@@ -377,7 +378,7 @@ impl Cluster {
             .await?;
         for row in rows {
             let (seq, name, data): (i32, String, String) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-            let data = self.sealer.open_text(data, &format!("run {}", live.run_id), &format!("event {seq}"))?;
+            let data = self.sealer.open_text(data, Row::run(&live.run_id), format_args!("event {seq}"))?;
             // Frames are numbered by position: a gap would shift every later id.
             if usize::try_from(seq).ok() != Some(live.len()) {
                 return Err(ApiError::Storage(format!("run {}'s events have a gap before {seq}", live.run_id)));

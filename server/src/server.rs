@@ -231,6 +231,10 @@ impl Server {
     /// `"flags": {"auth": true}`. The credentials themselves (`Authorization`, `x-api-key`) are
     /// taken off the request once it is let in, so they reach no handler, log or record.
     ///
+    /// Authentication says who is calling; it does not yet keep users apart: every caller it
+    /// lets in can read and act on every thread, run, cron and store item, so give credentials
+    /// only to callers who may see everything.
+    ///
     /// With authentication, [`Cors::any`] is refused: list the origins of your front ends.
     ///
     /// ```no_run

@@ -7,6 +7,7 @@
 
 use super::{Db, Meta, parse};
 use crate::error::ApiError;
+use crate::sealed::Row;
 use crate::time;
 use serde_json::{Value, json};
 
@@ -113,13 +114,13 @@ fn shown(ms: i64) -> Option<String> {
 impl Meta {
     /// A cron with its run request sealed as it is to be stored.
     fn seal_cron(&self, mut cron: CronRecord) -> Result<CronRecord, ApiError> {
-        cron.payload = self.sealer().seal(&cron.payload, &format!("cron {}", cron.cron_id), "payload")?;
+        cron.payload = self.sealer().seal(std::mem::take(&mut cron.payload), Row::cron(&cron.cron_id), "payload")?;
         Ok(cron)
     }
 
     /// A cron as read, its run request opened.
     fn open_cron(&self, mut cron: CronRecord) -> Result<CronRecord, ApiError> {
-        cron.payload = self.sealer().open(cron.payload, &format!("cron {}", cron.cron_id), "payload")?;
+        cron.payload = self.sealer().open(std::mem::take(&mut cron.payload), Row::cron(&cron.cron_id), "payload")?;
         Ok(cron)
     }
 

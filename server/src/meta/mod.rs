@@ -8,7 +8,7 @@ pub(crate) mod sqlite;
 
 use crate::error::ApiError;
 use crate::runs::request::Multitask;
-use crate::sealed::{Sealer, open_run, open_thread};
+use crate::sealed::{Row, Sealer, open_run, open_thread};
 use serde_json::{Map, Value, json};
 
 /// The records, in one of the two databases, with their sensitive values (a thread's values
@@ -243,9 +243,9 @@ impl Meta {
     }
 
     /// Seals a thread's values and interrupts as they are to be stored.
-    fn seal_state(&self, id: &str, values: &Value, interrupts: &Value) -> Result<(Value, Value), ApiError> {
-        let row = format!("thread {id}");
-        Ok((self.sealer.seal(values, &row, "values")?, self.sealer.seal(interrupts, &row, "interrupts")?))
+    fn seal_state(&self, id: &str, values: Value, interrupts: Value) -> Result<(Value, Value), ApiError> {
+        let row = Row::thread(id);
+        Ok((self.sealer.seal(values, row, "values")?, self.sealer.seal(interrupts, row, "interrupts")?))
     }
 
     /// Adds an assistant, or finds the one with its id (a conflict if `raise`).
@@ -313,7 +313,7 @@ impl Meta {
         values: Value,
         interrupts: Value,
     ) -> Result<Value, ApiError> {
-        let (values, interrupts) = self.seal_state(id, &values, &interrupts)?;
+        let (values, interrupts) = self.seal_state(id, values, interrupts)?;
         let thread = on_backend!(self, db => db.refresh_thread(id, interrupted, values, interrupts).await)?;
         open_thread(&self.sealer, thread)
     }
@@ -334,7 +334,7 @@ impl Meta {
         multitask: Multitask,
     ) -> Result<(Value, Vec<String>), ApiError> {
         let mut row = row;
-        row.kwargs = self.sealer.seal(&row.kwargs, &format!("run {}", row.run_id), "kwargs")?;
+        row.kwargs = self.sealer.seal(std::mem::take(&mut row.kwargs), Row::run(&row.run_id), "kwargs")?;
         let (run, superseded) = on_backend!(self, db => db.register(row, creates, multitask).await)?;
         Ok((open_run(&self.sealer, run)?, superseded))
     }
@@ -379,7 +379,8 @@ impl Meta {
     /// Stores how a run ended, and its thread's state, in one transaction.
     pub(crate) async fn end_run(&self, end: RunEnd) -> Result<(), ApiError> {
         let mut end = end;
-        (end.values, end.interrupts) = self.seal_state(&end.thread_id, &end.values, &end.interrupts)?;
+        let (values, interrupts) = (std::mem::take(&mut end.values), std::mem::take(&mut end.interrupts));
+        (end.values, end.interrupts) = self.seal_state(&end.thread_id, values, interrupts)?;
         on_backend!(self, db => db.end_run(end).await)
     }
 
