@@ -17,8 +17,9 @@
 //! `GRAPHWRIGHT_AES_OLD_KEYS`, to keep reading what they wrote.
 //!
 //! With `GRAPHWRIGHT_API_KEY` set, every request must carry that key (`get_client(url=..,
-//! api_key=..)` sends it), and nodes see the caller as user `owner`; without it the server
-//! listens on loopback addresses only.
+//! api_key=..)` sends it), nodes see the caller as user `owner`, and what the caller makes is
+//! theirs (`OwnerIsolation`); without it the server listens on loopback addresses only. For a
+//! server with many users, see `examples/serve_secure.rs`.
 //!
 //! With a PostgreSQL URL, start as many processes as you like on the same database: they share
 //! threads, runs and the store. `/assistants/chat/schemas` describes a graph's input, output and
@@ -38,6 +39,7 @@
 //! ```
 
 use graphwright::prelude::*;
+use graphwright_server::authz::OwnerIsolation;
 use graphwright_server::{ApiKeys, AuthUser, Server};
 
 /// A chat agent: replies word by word, and calls a weather tool when asked about the weather.
@@ -149,7 +151,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => server,
     };
     let server = match std::env::var("GRAPHWRIGHT_API_KEY") {
-        Ok(key) if !key.is_empty() => server.auth(ApiKeys::new().key(key, AuthUser::new("owner"))),
+        Ok(key) if !key.is_empty() => {
+            server.auth(ApiKeys::new().key(key, AuthUser::new("owner"))).authorize(OwnerIsolation)
+        }
         _ => server,
     };
     let bound = server.bind(addr.as_str()).await?;

@@ -10,9 +10,12 @@
 
 use graphwright::prelude::*;
 use graphwright_server::Server;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
+
+#[path = "support/server_process.rs"]
+mod server_process;
+use server_process::ServerProcess;
 
 /// Leaves a stamp in the store under its `tag` (the store outlives a stateless run's thread)
 /// and counts the runs of its thread.
@@ -116,41 +119,9 @@ async fn server_process() {
     bound.run().await.unwrap();
 }
 
-/// A child process, killed when dropped.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts a server process on `database` (see [`SERVE_ON`]); it and the URL it serves on.
-fn start(database: &str) -> (Process, String) {
-    let exe = std::env::current_exe().unwrap();
-    let child = Command::new(exe)
-        .args(["server_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(SERVE_ON, database)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut process = Process(child);
-    let stdout = process.0.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let addr = loop {
-        match lines.next() {
-            Some(Ok(line)) => {
-                // The test harness writes the test's name on the same line first.
-                if let Some((_, addr)) = line.split_once("listening on ") {
-                    break addr.trim().to_owned();
-                }
-            }
-            _ => panic!("a server process ended before it listened"),
-        }
-    };
-    // Keeps reading, so that the process never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
+fn start(database: &str) -> (ServerProcess, String) {
+    let (process, addr) = ServerProcess::start("server_process", SERVE_ON, database);
     (process, format!("http://{addr}"))
 }
 
@@ -188,7 +159,7 @@ async fn two_processes_on_postgres_fire_each_occurrence_once() {
     let database = format!("postgres:{}", schema.url());
     let (a, url_a) = start(&database);
     let (_b, url_b) = start(&database);
-    let pid_a = a.0.id().to_string();
+    let pid_a = a.id().to_string();
     run_script(vec!["cluster".into(), url_a, url_b, pid_a]).await;
     drop(a);
 }

@@ -623,6 +623,10 @@ async fn chat_page_in_headless_chromium() {
 #[path = "support/postgres.rs"]
 mod postgres_server;
 
+#[cfg(feature = "postgres")]
+#[path = "support/server_process.rs"]
+mod server_process;
+
 /// The server on PostgreSQL: the Python scenarios against one process, and two processes
 /// sharing one database (`tests/server/cluster_scenarios.py`).
 #[cfg(feature = "postgres")]
@@ -631,10 +635,9 @@ mod on_postgres {
         Server, check_versions_gained, leave_an_updated_assistant, prepared, run_script, serve_with, with_graphs,
     };
     use graphwright::checkpoint::deadpool_postgres::tokio_postgres;
-    use std::io::{BufRead, BufReader};
-    use std::process::{Child, Command, Stdio};
 
     use super::postgres_server::TestSchema;
+    use super::server_process::ServerProcess;
 
     /// Where a server process started by [`two_server_processes_share_one_postgres`] finds
     /// its database.
@@ -672,41 +675,9 @@ mod on_postgres {
         bound.run().await.unwrap();
     }
 
-    /// A child process, killed when dropped.
-    struct Process(Child);
-
-    impl Drop for Process {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-
-    /// Starts a server process on `url`; it and the address it serves on.
-    fn start(url: &str) -> (Process, String) {
-        let exe = std::env::current_exe().unwrap();
-        let child = Command::new(exe)
-            .args(["on_postgres::server_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(SERVE_ON, url)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut process = Process(child);
-        let stdout = process.0.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let addr = loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    // The test harness writes the test's name on the same line first.
-                    if let Some((_, addr)) = line.split_once("listening on ") {
-                        break addr.trim().to_owned();
-                    }
-                }
-                _ => panic!("a server process ended before it listened"),
-            }
-        };
-        // Keeps reading, so that the process never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+    /// Starts a server process on `url`; it and the URL it serves on.
+    fn start(url: &str) -> (ServerProcess, String) {
+        let (process, addr) = ServerProcess::start("on_postgres::server_process", SERVE_ON, url);
         (process, format!("http://{addr}"))
     }
 
@@ -717,7 +688,7 @@ mod on_postgres {
         let (a, url_a) = start(&schema.url());
         let (_b, url_b) = start(&schema.url());
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/cluster_scenarios.py");
-        run_script(python, script, vec![url_a, url_b], vec![a.0.id().to_string()]).await;
+        run_script(python, script, vec![url_a, url_b], vec![a.id().to_string()]).await;
         drop(a);
     }
 }

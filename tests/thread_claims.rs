@@ -76,6 +76,7 @@ impl Store {
         }
     }
 
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))] // awaits only with PostgreSQL
     async fn saver(spec: &str) -> Arc<dyn Checkpointer> {
         let (kind, place) = spec.split_once('=').expect("a store spec");
         match kind {

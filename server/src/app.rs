@@ -46,6 +46,8 @@ pub(crate) struct App {
     pub(crate) crons: crate::crons::Alarm,
     /// Whether requests are authenticated (`/info` says so).
     pub(crate) authenticated: bool,
+    /// Who may see and do what (`None`: every caller everything).
+    pub(crate) policy: Option<Arc<crate::authz::Policy>>,
 }
 
 impl App {

@@ -314,8 +314,9 @@ impl OriginGuard {
         }
         let origin = request.headers().get(ORIGIN).and_then(|o| o.to_str().ok()).unwrap_or("?").to_owned();
         let detail = format!(
-            "requests from web pages at {origin:?} are not allowed: the server lets in pages from this machine \
-             only; allow that origin with Server::cors(Cors::loopback().allow_origin(..))"
+            "requests from web pages at {origin:?} are not allowed: the server lets in pages from the origins its \
+             CORS settings list (this machine's by default); allow that origin with \
+             Server::cors(Cors::loopback().allow_origin(..))"
         );
         (StatusCode::FORBIDDEN, axum::Json(serde_json::json!({ "detail": detail }))).into_response()
     }

@@ -6,8 +6,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 /// Why a request failed. Each variant maps to the status code LangGraph's clients turn into
-/// their typed exceptions (400 `BadRequestError`, 404 `NotFoundError`, 409 `ConflictError`,
-/// 422 `UnprocessableEntityError`, 5xx `InternalServerError`).
+/// their typed exceptions (400 `BadRequestError`, 403 `PermissionDeniedError`, 404
+/// `NotFoundError`, 409 `ConflictError`, 422 `UnprocessableEntityError`, 5xx
+/// `InternalServerError`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApiError {
@@ -24,6 +25,9 @@ pub enum ApiError {
     /// The body or a parameter does not have the expected shape or values (422).
     #[error("{0}")]
     Invalid(String),
+    /// The caller may not do this: the server's authorization policy refused it (403).
+    #[error("{0}")]
+    Forbidden(String),
     /// The body is larger than the server accepts (413).
     #[error("{0}")]
     TooLarge(String),
@@ -50,6 +54,7 @@ impl ApiError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -66,6 +71,7 @@ impl ApiError {
             Self::BadRequest(m) => Self::BadRequest(prefix(m)),
             Self::NotFound(m) => Self::NotFound(prefix(m)),
             Self::Conflict(m) => Self::Conflict(prefix(m)),
+            Self::Forbidden(m) => Self::Forbidden(prefix(m)),
             Self::Invalid(m) => Self::Invalid(prefix(m)),
             Self::TooLarge(m) => Self::TooLarge(prefix(m)),
             Self::Storage(m) => Self::Storage(prefix(m)),
@@ -158,6 +164,13 @@ pub enum ServerError {
          of your front ends with Cors::loopback().allow_origin(\"https://..\") instead"
     )]
     AnyOriginWithAuth,
+    /// [`Server::authorize`](crate::Server::authorize) was given without
+    /// [`Server::auth`](crate::Server::auth): a policy needs to know who is calling.
+    #[error(
+        "an authorization policy needs callers to authenticate: add Server::auth(ApiKeys::new().key(..)) or \
+         Server::auth(Jwt::..) beside Server::authorize(..)"
+    )]
+    AuthorizationWithoutAuthentication,
     /// Two graphs were given the same name.
     #[error("two graphs are named `{0}`: give each graph its own name")]
     DuplicateGraph(String),

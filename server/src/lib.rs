@@ -60,6 +60,10 @@
 //! an authenticator the server binds loopback addresses only, unless
 //! [`Server::allow_unauthenticated`] says otherwise.
 //!
+//! With [`Server::authorize`], an [`authz::Policy`] decides what each caller may see and do,
+//! per resource and action; [`authz::OwnerIsolation`] keeps each user to the threads, runs,
+//! crons, assistants and store namespaces they made (another user's thread is 404 everywhere).
+//!
 //! `/metrics` reports runs, the queue and requests in Prometheus's text format.
 //!
 //! Threads, runs and the store live in one SQLite file for one process
@@ -83,6 +87,7 @@
 mod api;
 mod app;
 mod auth;
+pub mod authz;
 #[cfg(feature = "postgres")]
 mod cluster;
 mod cors;

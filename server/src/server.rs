@@ -2,6 +2,7 @@
 
 use crate::app::{App, Scratch, system_assistant_id};
 use crate::auth::Authenticator;
+use crate::authz::Policy;
 use crate::cors::Cors;
 use crate::error::ServerError;
 use crate::meta::sqlite::SqliteMeta;
@@ -85,6 +86,8 @@ pub struct Server {
     /// The keys the server's storage is encrypted with.
     encryption: Option<Keys>,
     auth: Option<Arc<dyn Authenticator>>,
+    /// Who may see and do what.
+    policy: Option<Arc<Policy>>,
     /// Whether binding an address other machines reach without `auth` was asked for.
     open: bool,
 }
@@ -105,6 +108,7 @@ impl std::fmt::Debug for Server {
             .field("cors", &self.cors)
             .field("encryption", &self.encryption.as_ref().map(Keys::id))
             .field("auth", &self.auth.is_some())
+            .field("policy", &self.policy)
             .field("allow_unauthenticated", &self.open)
             .finish()
     }
@@ -121,6 +125,7 @@ impl Server {
             cors: Cors::loopback(),
             encryption: None,
             auth: None,
+            policy: None,
             open: false,
         }
     }
@@ -231,9 +236,9 @@ impl Server {
     /// `"flags": {"auth": true}`. The credentials themselves (`Authorization`, `x-api-key`) are
     /// taken off the request once it is let in, so they reach no handler, log or record.
     ///
-    /// Authentication says who is calling; it does not yet keep users apart: every caller it
-    /// lets in can read and act on every thread, run, cron and store item, so give credentials
-    /// only to callers who may see everything.
+    /// Authentication says who is calling; [`authorize`](Self::authorize) says what they may
+    /// see and do. Without a policy, every caller it lets in can read and act on every thread,
+    /// run, cron and store item.
     ///
     /// With authentication, [`Cors::any`] is refused: list the origins of your front ends.
     ///
@@ -259,6 +264,29 @@ impl Server {
         self
     }
 
+    /// Decides what each authenticated caller may see and do: handlers per resource and
+    /// action ([`Policy`]), or the built-in [`OwnerIsolation`](crate::authz::OwnerIsolation),
+    /// under which each user sees only the threads, runs, crons, assistants and store
+    /// namespaces they made. Needs [`auth`](Self::auth) (without it the router is not built:
+    /// [`ServerError::AuthorizationWithoutAuthentication`]).
+    ///
+    /// ```no_run
+    /// use graphwright::AuthUser;
+    /// use graphwright::prebuilt::MessagesState;
+    /// use graphwright::prelude::*;
+    /// use graphwright_server::authz::OwnerIsolation;
+    /// use graphwright_server::{ApiKeys, Server};
+    ///
+    /// # async fn serve(agent: CompiledGraph<MessagesState>) -> Result<(), graphwright_server::ServerError> {
+    /// let keys = ApiKeys::new().key("key-of-ada", AuthUser::new("ada")).key("key-of-bob", AuthUser::new("bob"));
+    /// Server::new().graph("agent", agent).auth(keys).authorize(OwnerIsolation).serve("127.0.0.1:2024").await
+    /// # }
+    /// ```
+    pub fn authorize(mut self, policy: impl Into<Policy>) -> Self {
+        self.policy = Some(Arc::new(policy.into()));
+        self
+    }
+
     /// Lets [`bind`](Self::bind) and [`serve`](Self::serve) listen on an address other machines
     /// reach (`0.0.0.0`, a LAN address) without [`auth`](Self::auth): anyone who reaches the
     /// port can then read every thread and start runs. Without it such a server refuses to
@@ -278,6 +306,9 @@ impl Server {
     pub async fn into_router(self) -> Result<axum::Router, ServerError> {
         if self.auth.is_some() && self.cors.is_any() {
             return Err(ServerError::AnyOriginWithAuth);
+        }
+        if self.policy.is_some() && self.auth.is_none() {
+            return Err(ServerError::AuthorizationWithoutAuthentication);
         }
         let (cors, guard) = self.cors.build()?;
         let runs = Arc::new(Runs::default());
@@ -308,6 +339,7 @@ impl Server {
             metrics: Arc::default(),
             crons: crate::crons::Alarm::default(),
             authenticated: self.auth.is_some(),
+            policy: self.policy,
         });
         crate::crons::start(&app);
         let mut router = crate::api::router(app);

@@ -3,6 +3,8 @@
 
 use super::respond::{json, no_content, page};
 use crate::app::App;
+use crate::authz::gate::{Gate, Granted};
+use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::meta::{AssistantRow, contains};
 use crate::wire::body::{Body, Query};
@@ -32,7 +34,11 @@ pub(super) struct Create {
     description: Option<String>,
 }
 
-pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>) -> Result<Response, ApiError> {
+pub(super) async fn create(
+    State(app): State<Arc<App>>,
+    gate: Gate,
+    Body(body): Body<Create>,
+) -> Result<Response, ApiError> {
     app.graph(&body.graph_id)?;
     let raise = match body.if_exists.as_deref() {
         None | Some("raise") => true,
@@ -41,6 +47,15 @@ pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>
             return Err(ApiError::Invalid(format!("`if_exists` must be raise or do_nothing, not {other:?}")));
         }
     };
+    let mut metadata = match body.metadata {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(metadata)) => metadata,
+        Some(other) => return Err(ApiError::Invalid(format!("`metadata` must be an object, not {other}"))),
+    };
+    let asked = json!({"assistant_id": body.assistant_id, "graph_id": body.graph_id, "metadata": metadata,
+        "name": body.name, "if_exists": body.if_exists});
+    let grant = gate.grant(Resource::Assistants, Action::Create, asked).await?;
+    grant.stamp(&mut metadata);
     let id = body.assistant_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let row = AssistantRow {
         assistant_id: id.clone(),
@@ -48,10 +63,16 @@ pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>
         graph_id: body.graph_id,
         config: body.config.unwrap_or_else(|| json!({})),
         context: body.context.unwrap_or_else(|| json!({})),
-        metadata: body.metadata.unwrap_or_else(|| json!({})),
+        metadata: Value::Object(metadata),
         description: body.description,
     };
-    Ok(json(&app.meta.create_assistant(row, raise).await?))
+    let assistant = app.meta.create_assistant(row, raise).await?;
+    // `do_nothing` finds an existing assistant: the caller sees it only if they may read it.
+    let readable = gate.grant(Resource::Assistants, Action::Read, json!({"assistant_id": id})).await?;
+    if !readable.filter().admits(&assistant["metadata"]) {
+        return Err(ApiError::Conflict(format!("Assistant id {id} is taken: create the assistant under another id")));
+    }
+    Ok(json(&assistant))
 }
 
 pub(super) async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -68,29 +89,34 @@ fn matches(assistant: &Value, search: &Map<String, Value>) -> bool {
             .is_none_or(|n| assistant["name"].as_str().is_some_and(|name| name.contains(n)))
 }
 
-async fn matching(app: &App, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+/// The assistants `search` finds among those the caller may see.
+async fn matching(app: &App, gate: &Gate, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+    let grant = gate.grant(Resource::Assistants, Action::Search, Value::Object(search.clone())).await?;
     let all = app.meta.assistants().await?;
-    Ok(all.into_iter().filter(|a| matches(a, search)).collect())
+    Ok(all.into_iter().filter(|a| grant.filter().admits(&a["metadata"]) && matches(a, search)).collect())
 }
 
 pub(super) async fn search(
     State(app): State<Arc<App>>,
+    gate: Gate,
     Body(search): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let found = matching(&app, &search).await?;
+    let found = matching(&app, &gate, &search).await?;
     page(found, &search, "created_at", &["assistant_id", "graph_id", "name", "created_at", "updated_at"])
 }
 
 pub(super) async fn count(
     State(app): State<Arc<App>>,
+    gate: Gate,
     Body(search): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    Ok(json(&matching(&app, &search).await?.len().into()))
+    Ok(json(&matching(&app, &gate, &search).await?.len().into()))
 }
 
 pub(super) async fn update(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    Granted(grant): Granted,
     Body(patch): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     let mut assistant = app.assistant(&id).await?;
@@ -102,8 +128,11 @@ pub(super) async fn update(
             assistant[key] = value.clone();
         }
     }
-    if let (Some(Value::Object(new)), Value::Object(old)) = (patch.get("metadata"), &mut assistant["metadata"]) {
-        old.extend(new.clone());
+    if let Value::Object(old) = &mut assistant["metadata"] {
+        if let Some(Value::Object(new)) = patch.get("metadata") {
+            old.extend(new.clone());
+        }
+        grant.stamp(old);
     }
     let id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
     let updated = app.meta.update_assistant(&id, assistant).await?;
@@ -115,14 +144,18 @@ pub(super) async fn update(
 pub(super) async fn delete(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    gate: Gate,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let with_threads = Query::parse(raw.as_deref()).flag("delete_threads")?.unwrap_or(false);
     let assistant = app.assistant(&id).await?;
     let id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
     if with_threads {
+        // Only the threads the caller may delete go with it.
+        let deletable = gate.grant(Resource::Threads, Action::Delete, json!({"assistant_id": id})).await?;
         for thread in app.meta.threads().await? {
             if thread["metadata"]["assistant_id"] == id.as_str()
+                && deletable.filter().admits(&thread["metadata"])
                 && let Some(thread_id) = thread["thread_id"].as_str()
             {
                 super::threads::delete_thread(&app, thread_id).await?;

@@ -3,6 +3,9 @@
 
 use super::respond::{json, no_content, page};
 use crate::app::{App, system_assistant_id};
+use crate::auth::Caller;
+use crate::authz::gate::{Gate, Granted};
+use crate::authz::{Action, Resource};
 use crate::crons;
 use crate::error::ApiError;
 use crate::meta::contains;
@@ -36,17 +39,21 @@ const SORTABLE: [&str; 7] =
 
 pub(super) async fn create(
     State(app): State<Arc<App>>,
+    gate: Gate,
+    Caller(user): Caller,
     Body(body): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    Ok(json(&crons::create(&app, None, body).await?.json()))
+    Ok(json(&crons::create(&app, None, body, &gate, user.as_ref()).await?.json()))
 }
 
 pub(super) async fn create_for_thread(
     State(app): State<Arc<App>>,
     Path(thread): Path<String>,
+    gate: Gate,
+    Caller(user): Caller,
     Body(body): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    Ok(json(&crons::create(&app, Some(thread), body).await?.json()))
+    Ok(json(&crons::create(&app, Some(thread), body, &gate, user.as_ref()).await?.json()))
 }
 
 pub(super) async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -56,9 +63,11 @@ pub(super) async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> 
 pub(super) async fn update(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    Granted(grant): Granted,
+    Caller(user): Caller,
     Body(patch): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    Ok(json(&crons::update(&app, &id, patch).await?.json()))
+    Ok(json(&crons::update(&app, &id, patch, &grant, user.as_ref()).await?.json()))
 }
 
 pub(super) async fn delete(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -105,14 +114,22 @@ impl Filters {
     }
 }
 
-async fn matching(app: &App, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+/// The crons `search` finds among those the caller may see.
+async fn matching(app: &App, gate: &Gate, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
     let filters = Filters::read(app, search)?;
+    let grant = gate.grant(Resource::Crons, Action::Search, Value::Object(search.clone())).await?;
     let all = app.meta.crons().await?;
-    Ok(all.iter().map(crate::meta::crons::CronRecord::json).filter(|c| filters.admit(c)).collect())
+    Ok(all
+        .iter()
+        .filter(|c| grant.filter().admits(&c.metadata))
+        .map(crate::meta::crons::CronRecord::json)
+        .filter(|c| filters.admit(c))
+        .collect())
 }
 
 pub(super) async fn search(
     State(app): State<Arc<App>>,
+    gate: Gate,
     Body(search): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     if let Some(limit) = search.get("limit").filter(|l| !l.is_null())
@@ -131,13 +148,14 @@ pub(super) async fn search(
             )));
         }
     }
-    let found = matching(&app, &search).await?;
+    let found = matching(&app, &gate, &search).await?;
     page(found, &search, "created_at", &SORTABLE)
 }
 
 pub(super) async fn count(
     State(app): State<Arc<App>>,
+    gate: Gate,
     Body(search): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    Ok(json(&matching(&app, &search).await?.len().into()))
+    Ok(json(&matching(&app, &gate, &search).await?.len().into()))
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 /// Every route, over `app`.
 pub(crate) fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/", get(page::index))
         .route("/ui/app.js", get(page::script))
         .route("/ui/style.css", get(page::style))
@@ -77,7 +77,14 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .merge(mcp::routes(&app))
         .merge(a2a::routes())
         // After routing, so each request is counted under its route's pattern.
-        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&app), system::count_request))
+        .route_layer(axum::middleware::from_fn_with_state(Arc::clone(&app), system::count_request));
+    // After routing too, so each request is checked under its route's pattern.
+    let router = if app.policy.is_some() {
+        router.route_layer(axum::middleware::from_fn_with_state(Arc::clone(&app), crate::authz::gate::guard))
+    } else {
+        router
+    };
+    router
         .fallback(system::not_found)
         // Bodies are read, and limited, by `wire::body::Body`.
         .layer(DefaultBodyLimit::disable())

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How often a waiting client gets a keep-alive newline (LangGraph's server sends them too;
-/// its clients skip leading whitespace).
+/// its clients skip leading whitespace), and a quiet run stream a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 pub(super) fn json(value: &Value) -> Response {
@@ -139,10 +139,16 @@ pub(super) fn event_stream(
     let guard = OnDisconnect { live: Arc::clone(live), cancel: cancel_on_disconnect };
     let open = metrics.stream_opened();
     let with_id = live.resumable;
-    let frames = Arc::clone(live).follow(from).map(move |frame| {
-        let _ = (&guard, &open);
-        Ok::<_, Infallible>(sse::encode(&frame, with_id))
-    });
+    // A comment while the run is quiet (a long model or tool call), so that proxies that close
+    // idle connections keep the stream open; clients skip comments.
+    let frames =
+        stream::unfold((Arc::clone(live).follow(from), guard, open), move |(mut frames, guard, open)| async move {
+            let bytes = tokio::select! {
+                frame = frames.next() => sse::encode(&*frame?, with_id),
+                () = tokio::time::sleep(KEEP_ALIVE) => Bytes::from_static(sse::KEEP_ALIVE),
+            };
+            Some((Ok::<_, Infallible>(bytes), (frames, guard, open)))
+        });
     sse_response(Body::from_stream(frames))
 }
 

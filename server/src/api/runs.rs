@@ -3,6 +3,8 @@
 use super::respond::{event_stream, json, locate, no_content, result_of, result_when_done};
 use crate::app::App;
 use crate::auth::Caller;
+use crate::authz::gate::Gate;
+use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::runs::request::RunCreate;
 use crate::runs::{self, Attached, Cancel, Live};
@@ -11,7 +13,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::sync::Arc;
 
 async fn background(app: &Arc<App>, thread: Option<String>, body: RunCreate) -> Result<Response, ApiError> {
@@ -204,10 +206,19 @@ pub(super) struct CancelMany {
 
 pub(super) async fn cancel_many(
     State(app): State<Arc<App>>,
+    gate: Gate,
     RawQuery(raw): RawQuery,
     Body(body): Body<CancelMany>,
 ) -> Result<Response, ApiError> {
     let action = cancel_action(&Query::parse(raw.as_deref()))?;
+    let asked = json!({"thread_id": body.thread_id, "run_ids": body.run_ids, "status": body.status});
+    let grant = gate.grant(Resource::Threads, Action::Update, asked).await?;
+    if let Some(thread) = &body.thread_id
+        && !grant.filter().is_all()
+        && let Some(metadata) = app.meta.thread_metadata(thread).await?
+    {
+        gate.admit(Resource::Threads, Action::Update, thread, &metadata, &grant).await?;
+    }
     let statuses: &[&str] = match (body.status.as_deref(), &body.run_ids) {
         (Some(_), Some(_)) => return Err(ApiError::Invalid("give either `status` or `run_ids`, not both".into())),
         (None | Some("all"), _) => &["pending", "running"],
@@ -223,7 +234,10 @@ pub(super) async fn cancel_many(
             // runs are looked at first.
             let mut unrecorded = Vec::new();
             for id in &ids {
-                if let Some(live) = app.runs.get(id).filter(|live| !live.remote && live.outcome().is_none()) {
+                let mine = |live: &Arc<Live>| grant.filter().admits(live.thread_metadata());
+                if let Some(live) =
+                    app.runs.get(id).filter(|live| !live.remote && live.outcome().is_none() && mine(live))
+                {
                     unrecorded.push(live);
                 }
             }
@@ -240,6 +254,14 @@ pub(super) async fn cancel_many(
         (None, None) => return Err(ApiError::Invalid("give `thread_id`, `run_ids` or both".into())),
     };
     for record in records {
+        if !grant.filter().is_all() {
+            // Runs on threads the caller may not change are left alone, as unknown ids are.
+            let thread = record["thread_id"].as_str().unwrap_or_default();
+            let metadata = app.meta.thread_metadata(thread).await?.unwrap_or_default();
+            if !grant.filter().admits(&metadata) {
+                continue;
+            }
+        }
         if record["status"].as_str().is_some_and(|s| statuses.contains(&s))
             && let Some(id) = record["run_id"].as_str()
         {

@@ -2,6 +2,8 @@
 
 use super::respond::{json, no_content, number};
 use crate::app::App;
+use crate::authz::gate::Gate;
+use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::wire::body::{Body, Query};
 use axum::extract::{RawQuery, State};
@@ -24,6 +26,18 @@ fn checked(namespace: &[String]) -> Result<Vec<&str>, ApiError> {
     Ok(namespace.iter().map(String::as_str).collect())
 }
 
+/// The namespace a store request acts on, as the server's policy lets `action` on `namespace`
+/// (with `key`): the one asked, or the one the policy moves it to.
+async fn allowed(
+    gate: &Gate,
+    action: Action,
+    namespace: Vec<String>,
+    key: Option<&str>,
+) -> Result<Vec<String>, ApiError> {
+    let grant = gate.grant(Resource::Store, action, json!({"namespace": namespace, "key": key})).await?;
+    Ok(grant.namespace().map_or(namespace, <[String]>::to_vec))
+}
+
 fn item(item: &Item) -> Value {
     json!({
         "namespace": item.namespace,
@@ -44,11 +58,13 @@ pub(super) struct Put {
     ttl: Option<f64>,
 }
 
-pub(super) async fn put(State(app): State<Arc<App>>, Body(body): Body<Put>) -> Result<Response, ApiError> {
+pub(super) async fn put(State(app): State<Arc<App>>, gate: Gate, Body(body): Body<Put>) -> Result<Response, ApiError> {
     if body.namespace.is_empty() {
         return Err(ApiError::BadRequest("an item needs a namespace of at least one label".into()));
     }
-    let namespace = checked(&body.namespace)?;
+    checked(&body.namespace)?;
+    let labels = allowed(&gate, Action::Update, body.namespace, Some(&body.key)).await?;
+    let namespace = checked(&labels)?;
     let ttl = match body.ttl {
         None => None,
         Some(minutes) if minutes.is_finite() && minutes > 0.0 => Some(Duration::from_secs_f64(minutes * 60.0)),
@@ -60,13 +76,18 @@ pub(super) async fn put(State(app): State<Arc<App>>, Body(body): Body<Put>) -> R
     Ok(no_content())
 }
 
-pub(super) async fn get(State(app): State<Arc<App>>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+pub(super) async fn get(
+    State(app): State<Arc<App>>,
+    gate: Gate,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
     let query = Query::parse(raw.as_deref());
     let key = query.get("key").ok_or_else(|| ApiError::Invalid("`key` is required".into()))?;
     let namespace: Vec<String> =
         query.get("namespace").map(|n| n.split('.').map(str::to_owned).collect()).unwrap_or_default();
-    let labels = checked(&namespace)?;
-    let found = app.store.get(&labels, key).await?;
+    checked(&namespace)?;
+    let namespace = allowed(&gate, Action::Read, namespace, Some(key)).await?;
+    let found = app.store.get(&checked(&namespace)?, key).await?;
     Ok(json(&found.as_ref().map_or(Value::Null, item)))
 }
 
@@ -76,19 +97,27 @@ pub(super) struct Delete {
     key: String,
 }
 
-pub(super) async fn delete(State(app): State<Arc<App>>, Body(body): Body<Delete>) -> Result<Response, ApiError> {
-    let labels = checked(&body.namespace)?;
-    app.store.delete(&labels, &body.key).await?;
+pub(super) async fn delete(
+    State(app): State<Arc<App>>,
+    gate: Gate,
+    Body(body): Body<Delete>,
+) -> Result<Response, ApiError> {
+    checked(&body.namespace)?;
+    let namespace = allowed(&gate, Action::Delete, body.namespace, Some(&body.key)).await?;
+    app.store.delete(&checked(&namespace)?, &body.key).await?;
     Ok(no_content())
 }
 
 pub(super) async fn search(
     State(app): State<Arc<App>>,
+    gate: Gate,
     Body(body): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     let prefix: Vec<String> =
         serde_json::from_value(body.get("namespace_prefix").cloned().unwrap_or_else(|| json!([])))
             .map_err(|e| ApiError::Invalid(format!("`namespace_prefix` must be a list of labels: {e}")))?;
+    checked(&prefix)?;
+    let prefix = allowed(&gate, Action::Search, prefix, None).await?;
     let labels = checked(&prefix)?;
     if body.get("query").is_some_and(|q| !q.is_null()) {
         return Err(ApiError::Invalid(
@@ -107,6 +136,7 @@ pub(super) async fn search(
 
 pub(super) async fn namespaces(
     State(app): State<Arc<App>>,
+    gate: Gate,
     Body(body): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     let labels_of = |key: &str| -> Result<Vec<String>, ApiError> {
@@ -119,6 +149,8 @@ pub(super) async fn namespaces(
         None | Some(Value::Null) => None,
         Some(_) => Some(number(&body, "max_depth", 0)?).filter(|d| *d > 0),
     };
+    checked(&prefix)?;
+    let prefix = allowed(&gate, Action::Search, prefix, None).await?;
     let all = app.store.list_namespaces(&checked(&prefix)?, max_depth).await?;
     let found: Vec<Vec<String>> = all.into_iter().filter(|ns| ns.ends_with(&suffix)).collect();
     let offset = number(&body, "offset", 0)?;

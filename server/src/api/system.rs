@@ -33,6 +33,7 @@ pub(super) async fn info(State(app): State<Arc<App>>) -> Json<Value> {
             "langsmith": false,
             "store": true,
             "auth": app.authenticated,
+            "authorization": app.policy.is_some(),
         },
     }))
 }

@@ -2,6 +2,8 @@
 
 use super::respond::{json, no_content, number, page};
 use crate::app::App;
+use crate::authz::gate::{Gate, Granted};
+use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::meta::contains;
 use crate::runs::Cancel;
@@ -40,7 +42,11 @@ struct SuperstepUpdate {
     as_node: Option<String>,
 }
 
-pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>) -> Result<Response, ApiError> {
+pub(super) async fn create(
+    State(app): State<Arc<App>>,
+    gate: Gate,
+    Body(body): Body<Create>,
+) -> Result<Response, ApiError> {
     let raise = match body.if_exists.as_deref() {
         None | Some("raise") => true,
         Some("do_nothing") => false,
@@ -48,7 +54,10 @@ pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>
             return Err(ApiError::Invalid(format!("`if_exists` must be raise or do_nothing, not {other:?}")));
         }
     };
-    let metadata = body.metadata.unwrap_or_default();
+    let mut metadata = body.metadata.unwrap_or_default();
+    let asked = json!({"thread_id": body.thread_id, "metadata": metadata, "if_exists": body.if_exists});
+    let grant = gate.grant(Resource::Threads, Action::Create, asked).await?;
+    grant.stamp(&mut metadata);
     let graph_id = metadata.get("graph_id").and_then(Value::as_str).map(str::to_owned);
     if let Some(graph_id) = &graph_id {
         app.graph(graph_id)?;
@@ -58,6 +67,12 @@ pub(super) async fn create(State(app): State<Arc<App>>, Body(body): Body<Create>
     }
     let id = body.thread_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let (thread, inserted) = app.meta.create_thread(&id, Value::Object(metadata), graph_id.clone(), raise).await?;
+    if let Some(found) = thread.as_ref().filter(|_| !inserted)
+        && !grant.filter().admits(&found["metadata"])
+    {
+        // Someone else's: the id is taken, and nothing of their thread is shown.
+        return Err(ApiError::Conflict(format!("Thread id {id} is taken: create the thread under another id")));
+    }
     if let (true, Some(graph_id), Some(steps)) = (inserted, graph_id, body.supersteps) {
         let graph = Arc::clone(app.graph(&graph_id)?);
         for update in steps.into_iter().flat_map(|s| s.updates) {
@@ -97,12 +112,16 @@ pub(super) async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> 
 pub(super) async fn update(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    Granted(grant): Granted,
     headers: HeaderMap,
     Body(patch): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     let mut current = thread(&app, &id).await?;
-    if let (Some(Value::Object(new)), Value::Object(old)) = (patch.get("metadata"), &mut current["metadata"]) {
-        old.extend(new.clone());
+    if let Value::Object(old) = &mut current["metadata"] {
+        if let Some(Value::Object(new)) = patch.get("metadata") {
+            old.extend(new.clone());
+        }
+        grant.stamp(old);
     }
     let metadata = current["metadata"].clone();
     let updated = app.meta.set_thread_metadata(&id, metadata).await?;
@@ -141,7 +160,11 @@ pub(super) struct Prune {
 /// history, its subgraphs' included. Ids of no thread are skipped; the answer counts the threads
 /// pruned. Under `keep_latest` a thread with a run in progress is a conflict, found before any
 /// thread is pruned.
-pub(super) async fn prune(State(app): State<Arc<App>>, Body(body): Body<Prune>) -> Result<Response, ApiError> {
+pub(super) async fn prune(
+    State(app): State<Arc<App>>,
+    gate: Gate,
+    Body(body): Body<Prune>,
+) -> Result<Response, ApiError> {
     let keep_latest = match body.strategy.as_deref() {
         None | Some("delete") => false,
         Some("keep_latest") => true,
@@ -149,9 +172,13 @@ pub(super) async fn prune(State(app): State<Arc<App>>, Body(body): Body<Prune>) 
             return Err(ApiError::Invalid(format!("`strategy` must be delete or keep_latest, not {other:?}")));
         }
     };
+    let grant = gate.grant(Resource::Threads, Action::Delete, json!({"thread_ids": body.thread_ids})).await?;
     let mut known = Vec::with_capacity(body.thread_ids.len());
     for id in &body.thread_ids {
-        let Some(record) = app.meta.thread(id).await? else { continue };
+        // Threads the caller may not see are skipped as unknown ones are.
+        let Some(record) = app.meta.thread(id).await?.filter(|t| grant.filter().admits(&t["metadata"])) else {
+            continue;
+        };
         if keep_latest && record["status"] == "busy" {
             return Err(ApiError::Conflict(format!(
                 "Thread {id} has a run in progress: prune its history once its runs have ended"
@@ -184,15 +211,22 @@ async fn keep_latest_of(app: &App, id: &str) -> Result<(), ApiError> {
 }
 
 /// Copies a thread: its checkpoints (subgraphs' included) under a new id, with its metadata.
-pub(super) async fn copy(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(super) async fn copy(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    gate: Gate,
+) -> Result<Response, ApiError> {
     let source = thread(&app, &id).await?;
     if source["status"] == "busy" {
         return Err(ApiError::Conflict(format!("Thread {id} has a run in progress: copy it once its runs have ended")));
     }
     let graph_id = app.meta.thread_graph(&id).await?.flatten();
     let copy = uuid::Uuid::new_v4().to_string();
+    let mut metadata = source["metadata"].as_object().cloned().unwrap_or_default();
+    let asked = json!({"thread_id": copy, "metadata": metadata, "copied_from": id});
+    gate.grant(Resource::Threads, Action::Create, asked).await?.stamp(&mut metadata);
     app.saver.copy_thread(&id, &copy).await.map_err(|e| ApiError::Storage(e.to_string()))?;
-    let (created, _) = app.meta.create_thread(&copy, source["metadata"].clone(), graph_id.clone(), true).await?;
+    let (created, _) = app.meta.create_thread(&copy, Value::Object(metadata), graph_id.clone(), true).await?;
     match graph_id.as_deref().and_then(|g| app.graphs.get(g)) {
         Some(graph) => Ok(json(&refresh(&app, graph, &copy).await?)),
         None => Ok(json(&created.unwrap_or(Value::Null))),
@@ -209,24 +243,28 @@ fn matches(thread: &Value, search: &Map<String, Value>) -> bool {
         && search.get("status").and_then(Value::as_str).is_none_or(|s| thread["status"] == s)
 }
 
-async fn matching(app: &App, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+/// The threads `search` finds among those the caller may see.
+async fn matching(app: &App, gate: &Gate, search: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
+    let grant = gate.grant(Resource::Threads, Action::Search, Value::Object(search.clone())).await?;
     let all = app.meta.threads().await?;
-    Ok(all.into_iter().filter(|t| matches(t, search)).collect())
+    Ok(all.into_iter().filter(|t| grant.filter().admits(&t["metadata"]) && matches(t, search)).collect())
 }
 
 pub(super) async fn search(
     State(app): State<Arc<App>>,
+    gate: Gate,
     Body(search): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    let found = matching(&app, &search).await?;
+    let found = matching(&app, &gate, &search).await?;
     page(found, &search, "created_at", &["thread_id", "status", "created_at", "updated_at", "state_updated_at"])
 }
 
 pub(super) async fn count(
     State(app): State<Arc<App>>,
+    gate: Gate,
     Body(search): Body<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    Ok(json(&matching(&app, &search).await?.len().into()))
+    Ok(json(&matching(&app, &gate, &search).await?.len().into()))
 }
 
 /// A thread with no checkpoint yet, as clients expect it.

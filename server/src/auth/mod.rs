@@ -18,7 +18,7 @@ pub use api_keys::ApiKeys;
 pub use jwt::{Jwt, JwtError};
 
 use axum::extract::{FromRequestParts, Request};
-use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use axum::http::header::{AUTHORIZATION, CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING, WWW_AUTHENTICATE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -176,6 +176,12 @@ fn is_open(method: &Method, path: &str, headers: &HeaderMap) -> bool {
     preflight || (read && matches!(path, "/ok" | "/" | "/ui/app.js" | "/ui/style.css"))
 }
 
+/// Whether a request says it has a body.
+fn has_body(headers: &HeaderMap) -> bool {
+    let length = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    length.is_some_and(|n| n > 0) || headers.contains_key(TRANSFER_ENCODING)
+}
+
 /// The middleware: authenticates every request that is not open, keeps the caller with the
 /// request, and takes the credentials off it so that no handler can copy them anywhere.
 pub(crate) async fn guard(authenticator: Arc<dyn Authenticator>, request: Request, next: Next) -> Response {
@@ -200,7 +206,13 @@ pub(crate) async fn guard(authenticator: Arc<dyn Authenticator>, request: Reques
         }
         Err(refusal) => {
             tracing::info!(method = %parts.method, path = %parts.uri.path(), reason = %refusal.reason, "request refused");
-            refusal.into_response()
+            let mut response = refusal.into_response();
+            if has_body(&parts.headers) {
+                // The body of a caller who is not let in is not read: the connection cannot carry
+                // another request after it, and the client is told so.
+                response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            response
         }
     }
 }

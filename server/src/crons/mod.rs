@@ -27,11 +27,14 @@ mod scheduler;
 pub(crate) use scheduler::start;
 
 use crate::app::App;
+use crate::authz::gate::Gate;
+use crate::authz::{Action, Grant, Resource};
 use crate::error::ApiError;
 use crate::meta::crons::CronRecord;
 use crate::time;
+use graphwright::AuthUser;
 use schedule::Schedule;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
@@ -80,6 +83,8 @@ pub(crate) async fn create(
     app: &Arc<App>,
     thread: Option<String>,
     body: Map<String, Value>,
+    gate: &Gate,
+    user: Option<&Arc<AuthUser>>,
 ) -> Result<CronRecord, ApiError> {
     let stateless = thread.is_none();
     let fields: request::CronCreate = request::fields(&body)?;
@@ -87,7 +92,10 @@ pub(crate) async fn create(
     let (_, next) = Schedule::parse_firing(&fields.schedule, fields.timezone.as_deref(), now)?;
     let end_ms = fields.end_time.as_deref().map(|end| request::end_ms(end, now)).transpose()?;
     let on_run_completed = request::on_run_completed(fields.on_run_completed.as_deref())?;
-    let assistant = request::check_run(app, stateless, &request::run_request(&body)?).await?;
+    let grant = gate.grant(Resource::Crons, Action::Create, json!({"thread_id": thread, "payload": body})).await?;
+    let mut metadata = fields.metadata.unwrap_or_default();
+    grant.stamp(&mut metadata);
+    let assistant = request::check_run(app, stateless, &mut request::run_request(&body)?, user).await?;
     let assistant_id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
     if let Some(thread) = &thread {
         check_thread(app, thread, assistant["graph_id"].as_str().unwrap_or_default()).await?;
@@ -103,10 +111,10 @@ pub(crate) async fn create(
         timezone: fields.timezone,
         end_ms,
         payload: Value::Object(payload),
-        metadata: Value::Object(fields.metadata.unwrap_or_default()),
+        metadata: Value::Object(metadata),
         enabled: fields.enabled.unwrap_or(true),
         on_run_completed: stateless.then_some(on_run_completed),
-        user_id: None,
+        user_id: user.map(|u| u.identity.clone()),
         next_run_ms: Some(next),
         created_at: created_at.clone(),
         updated_at: created_at,
@@ -139,7 +147,13 @@ pub(crate) async fn get(app: &App, id: &str) -> Result<CronRecord, ApiError> {
 /// `on_run_completed` and metadata (merged), and any run request fields (merged into its
 /// payload; the assistant stays). A new schedule or time zone, or enabling a disabled cron,
 /// sets its next run time from now.
-pub(crate) async fn update(app: &Arc<App>, id: &str, patch: Map<String, Value>) -> Result<CronRecord, ApiError> {
+pub(crate) async fn update(
+    app: &Arc<App>,
+    id: &str,
+    patch: Map<String, Value>,
+    grant: &Grant,
+    user: Option<&Arc<AuthUser>>,
+) -> Result<CronRecord, ApiError> {
     if patch.is_empty() {
         return Err(ApiError::BadRequest("Request body cannot be empty: give the cron fields to change".into()));
     }
@@ -174,8 +188,9 @@ pub(crate) async fn update(app: &Arc<App>, id: &str, patch: Map<String, Value>) 
     if let Some(value) = fields.on_run_completed.as_deref() {
         cron.on_run_completed = Some(request::on_run_completed(Some(value))?);
     }
-    if let (Some(new), Value::Object(old)) = (fields.metadata, &mut cron.metadata) {
-        old.extend(new);
+    if let Value::Object(old) = &mut cron.metadata {
+        old.extend(fields.metadata.unwrap_or_default());
+        grant.stamp(old);
     }
     let mut payload = cron.payload.as_object().cloned().unwrap_or_default();
     let assistant_id = payload.get("assistant_id").cloned();
@@ -183,7 +198,7 @@ pub(crate) async fn update(app: &Arc<App>, id: &str, patch: Map<String, Value>) 
     if let Some(assistant_id) = assistant_id {
         payload.insert("assistant_id".into(), assistant_id);
     }
-    request::check_run(app, cron.thread_id.is_none(), &request::run_request(&payload)?).await?;
+    request::check_run(app, cron.thread_id.is_none(), &mut request::run_request(&payload)?, user).await?;
     cron.payload = Value::Object(payload);
     let updated = app.meta.update_cron(cron, rescheduled).await?.ok_or_else(|| cron_not_found(id))?;
     changed(app).await;

@@ -8,9 +8,11 @@ use crate::runs;
 use crate::runs::request::RunCreate;
 use crate::time;
 use chrono::{DateTime, NaiveDateTime};
+use graphwright::AuthUser;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 /// A cron's own fields in a create request.
 #[derive(Deserialize)]
@@ -89,7 +91,14 @@ pub(super) fn run_request(payload: &Map<String, Value>) -> Result<RunCreate, Api
 /// Checks a cron's run request as a run request is checked when a client sends it (the
 /// assistant, the strategies, the context, the input and the breakpoints), so that what a
 /// firing would refuse is refused now. The assistant, with its id resolved from a graph name.
-pub(super) async fn check_run(app: &App, stateless: bool, body: &RunCreate) -> Result<Value, ApiError> {
+pub(super) async fn check_run(
+    app: &App,
+    stateless: bool,
+    body: &mut RunCreate,
+    user: Option<&Arc<AuthUser>>,
+) -> Result<Value, ApiError> {
+    // Checked as its caller: the assistant and the thread must be theirs to run.
+    body.user = user.cloned();
     if stateless && body.command.is_some() {
         return Err(ApiError::BadRequest(
             "a stateless cron runs on a new thread each time, which has nothing to resume: give `input`, or make the cron on a thread".into(),
@@ -117,6 +126,8 @@ pub(super) fn firing(cron: &CronRecord, due_ms: i64) -> Result<RunCreate, ApiErr
     }
     payload.remove("stream_mode");
     let mut body = run_request(&payload)?;
+    // The firing runs as the cron's creator, whose identity is all the cron keeps of them.
+    body.user = cron.user_id.as_ref().map(|id| Arc::new(AuthUser::new(id.clone())));
     let scheduled = u64::try_from(due_ms).map(time::from_millis).unwrap_or_default();
     body.cron = Some(json!({"cron_id": cron.cron_id, "scheduled_at": scheduled}));
     Ok(body)

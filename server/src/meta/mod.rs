@@ -129,6 +129,8 @@ pub(crate) struct RunRow {
     pub(crate) assistant_id: String,
     pub(crate) metadata: Value,
     pub(crate) kwargs: Value,
+    /// What the server's policy sets in the metadata of the thread the run is on (its owner).
+    pub(crate) thread_metadata: Map<String, Value>,
 }
 
 /// How a run ended, as its record and its thread's record keep it.
@@ -173,7 +175,10 @@ pub(crate) fn check_thread(found: Option<Option<&str>>, row: &RunRow, creates: b
 
 /// What a run adds to its thread's metadata (the whole metadata of a thread the run creates).
 pub(crate) fn run_thread_metadata(row: &RunRow) -> Value {
-    json!({"graph_id": row.graph_id, "assistant_id": row.assistant_id})
+    let mut metadata = row.thread_metadata.clone();
+    metadata.insert("graph_id".into(), json!(row.graph_id));
+    metadata.insert("assistant_id".into(), json!(row.assistant_id));
+    Value::Object(metadata)
 }
 
 /// Refuses a run on a thread that has runs in flight under the `reject` strategy; otherwise the
@@ -293,6 +298,11 @@ impl Meta {
     #[allow(clippy::option_option)]
     pub(crate) async fn thread_graph(&self, id: &str) -> Result<Option<Option<String>>, ApiError> {
         on_backend!(self, db => db.thread_graph(id).await)
+    }
+
+    /// A thread's metadata; `None` for no such thread.
+    pub(crate) async fn thread_metadata(&self, id: &str) -> Result<Option<Value>, ApiError> {
+        on_backend!(self, db => db.thread_metadata(id).await)
     }
 
     pub(crate) async fn threads(&self) -> Result<Vec<Value>, ApiError> {

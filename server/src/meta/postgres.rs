@@ -199,6 +199,13 @@ impl PgMeta {
         Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
+    pub(crate) async fn thread_metadata(&self, id: &str) -> Result<Option<Value>, ApiError> {
+        let client = self.client().await?;
+        let row = client.query_opt("SELECT metadata FROM gw_threads WHERE thread_id = $1", &[&id]).await?;
+        let text: Option<String> = row.map(|r| r.try_get(0)).transpose()?;
+        Ok(text.as_deref().map(super::parse))
+    }
+
     pub(crate) async fn threads(&self) -> Result<Vec<Value>, ApiError> {
         let client = self.client().await?;
         let rows = client.query(&format!("SELECT {THREAD_COLUMNS} FROM gw_threads"), &[]).await?;

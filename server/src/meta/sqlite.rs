@@ -176,6 +176,16 @@ impl SqliteMeta {
         self.call(move |conn| Ok(thread_graph(conn, &id)?)).await
     }
 
+    pub(crate) async fn thread_metadata(&self, id: &str) -> Result<Option<Value>, ApiError> {
+        let id = id.to_owned();
+        self.call(move |conn| {
+            let found: Option<String> =
+                row(conn, "SELECT metadata FROM gw_threads WHERE thread_id = ?1", [&id], |r| r.get(0)).optional()?;
+            Ok(found.as_deref().map(super::parse))
+        })
+        .await
+    }
+
     pub(crate) async fn threads(&self) -> Result<Vec<Value>, ApiError> {
         self.call(|conn| {
             let mut stmt = conn.prepare_cached(&format!("SELECT {THREAD_COLUMNS} FROM gw_threads"))?;

@@ -39,6 +39,9 @@ pub(crate) struct Live {
     /// Whether another server process executes the run, and this is a copy of its events
     /// (asking it to stop asks that process).
     pub(crate) remote: bool,
+    /// The metadata of a run's thread as the policy set it, for the runs whose thread is in no
+    /// record (a stateless run a client is attached to): who may cancel it by id.
+    thread_metadata: std::sync::OnceLock<serde_json::Value>,
     log: Mutex<Log>,
     /// Bumped on every change of the log, to wake followers.
     tick: watch::Sender<usize>,
@@ -62,10 +65,21 @@ impl Live {
             thread_id,
             resumable,
             remote,
+            thread_metadata: std::sync::OnceLock::new(),
             log: Mutex::default(),
             tick: watch::Sender::new(0),
             cancel: watch::Sender::new(None),
         })
+    }
+
+    /// Keeps the metadata of the run's thread, for a run whose thread is in no record.
+    pub(crate) fn keep_thread_metadata(&self, metadata: serde_json::Value) {
+        self.thread_metadata.get_or_init(|| metadata);
+    }
+
+    /// The metadata kept by [`keep_thread_metadata`](Self::keep_thread_metadata) (`null` if none).
+    pub(crate) fn thread_metadata(&self) -> &serde_json::Value {
+        self.thread_metadata.get().unwrap_or(&serde_json::Value::Null)
     }
 
     fn log(&self) -> MutexGuard<'_, Log> {

@@ -9,11 +9,13 @@ pub(crate) mod request;
 pub(crate) use live::{Cancel, Live};
 
 use crate::app::App;
+use crate::authz::gate::Gate;
+use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::meta::RunRow;
 use crate::served::{RunSpec, Served, Start};
 use request::{Multitask, RunCreate};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -121,6 +123,7 @@ pub(crate) async fn create(
 /// Checks a run request: its assistant, graph, input, context and options.
 pub(crate) async fn prepare(app: &App, thread: Option<String>, body: &RunCreate) -> Result<Prepared, ApiError> {
     let assistant = app.assistant(&body.assistant_id).await?;
+    let thread_metadata = authorize(app, thread.as_deref(), body, &assistant).await?;
     let graph_id = assistant["graph_id"].as_str().unwrap_or_default().to_owned();
     let assistant_id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
     let graph = Arc::clone(app.graph(&graph_id)?);
@@ -163,9 +166,33 @@ pub(crate) async fn prepare(app: &App, thread: Option<String>, body: &RunCreate)
     graph.validate(&spec)?;
     let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));
     let creates = stateless || body.creates_thread()?;
-    let row = RunRow { run_id, thread_id, graph_id, assistant_id, metadata, kwargs: kwargs_of(body) };
+    let row = RunRow { run_id, thread_id, graph_id, assistant_id, metadata, kwargs: kwargs_of(body), thread_metadata };
     let resumable = body.stream_resumable.unwrap_or(false);
     Ok(Prepared { graph, spec, row, creates, multitask, resumable, temporary: stateless && !keep })
+}
+
+/// Checks a run request against the server's policy, as its caller: the assistant must be one
+/// they may read, the thread (when it exists) one they may run on. What the policy sets in the
+/// metadata of the run's thread, should the run create it.
+async fn authorize(
+    app: &App,
+    thread: Option<&str>,
+    body: &RunCreate,
+    assistant: &Value,
+) -> Result<Map<String, Value>, ApiError> {
+    let gate = Gate::of(app, body.user.as_ref());
+    let assistant_id = assistant["assistant_id"].as_str().unwrap_or_default();
+    let readable = gate.grant(Resource::Assistants, Action::Read, json!({"assistant_id": assistant_id})).await?;
+    gate.admit(Resource::Assistants, Action::Read, assistant_id, &assistant["metadata"], &readable).await?;
+    let asked = json!({"thread_id": thread, "assistant_id": assistant_id, "metadata": body.metadata});
+    let grant = gate.grant(Resource::Threads, Action::CreateRun, asked).await?;
+    if let Some(thread) = thread.filter(|t| !t.is_empty())
+        && !grant.filter().is_all()
+        && let Some(metadata) = app.meta.thread_metadata(thread).await?
+    {
+        gate.admit(Resource::Threads, Action::CreateRun, thread, &metadata, &grant).await?;
+    }
+    Ok(grant.metadata().clone())
 }
 
 impl Prepared {
@@ -184,6 +211,7 @@ impl Prepared {
             _ => None,
         };
         let scratch = temporary && attached == Attached::Client;
+        let scratch_metadata = scratch.then(|| Value::Object(row.thread_metadata.clone()));
         let (run, graph, saver) = if scratch {
             let graph = Arc::clone(app.scratch.graphs.get(&graph_id).unwrap_or(&graph));
             (Value::Null, graph, Arc::clone(&app.scratch.saver))
@@ -196,6 +224,9 @@ impl Prepared {
             (run, graph, Arc::clone(&app.saver))
         };
         let live = Live::new(run_id.clone(), thread_id, resumable);
+        if let Some(metadata) = scratch_metadata {
+            live.keep_thread_metadata(metadata);
+        }
         live.push(&crate::served::WireEvent { name: "metadata".into(), data: json!({"run_id": run_id, "attempt": 1}) });
         app.runs.add(&live);
         let job = exec::Job {

@@ -7,6 +7,8 @@
 //! and 1.0 (`supportedInterfaces`), so clients of either find their way.
 
 use crate::app::App;
+use crate::authz::gate::Gate;
+use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::wire::body::Query;
 use axum::Json;
@@ -27,6 +29,7 @@ pub(super) async fn for_path(
 /// server serves one graph.
 pub(super) async fn for_query(
     State(app): State<Arc<App>>,
+    gate: Gate,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
@@ -42,6 +45,7 @@ pub(super) async fn for_query(
             )));
         }
     };
+    gate.record(&app, Resource::Assistants, Action::Read, &assistant).await?;
     Ok(Json(card(&app, &assistant, &headers).await?))
 }
 

@@ -21,6 +21,7 @@ mod tasks;
 
 use crate::app::App;
 use crate::auth::Caller;
+use crate::authz::gate::Gate;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -43,6 +44,7 @@ async fn endpoint(
     State(app): State<Arc<App>>,
     Path(assistant): Path<String>,
     Caller(user): Caller,
+    gate: Gate,
     body: Body,
 ) -> Response {
     let call = match rpc::read(body, app.body_limit).await {
@@ -53,8 +55,8 @@ async fn endpoint(
     let answer = match call.method {
         Method::Stream => return stream::stream(app, &assistant, id, &params, dialect, user).await,
         Method::Send => send::send(&app, &assistant, &params, dialect, user).await,
-        Method::GetTask => tasks::get(&app, &assistant, &params, dialect).await,
-        Method::CancelTask => tasks::cancel(&app, &assistant, &params, dialect).await,
+        Method::GetTask => tasks::get(&app, &gate, &assistant, &params, dialect).await,
+        Method::CancelTask => tasks::cancel(&app, &gate, &assistant, &params, dialect).await,
     };
     match answer {
         Ok(result) => rpc::respond(&id, &result),

@@ -20,7 +20,8 @@ pub(super) async fn run(
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
     let name = request.name.as_ref();
-    let listed = tools::list(app).await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let user = super::caller(context);
+    let listed = tools::list(app, user.as_ref()).await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
     let Some(found) = listed.iter().find(|l| l.tool.name == name) else {
         let known: Vec<&str> = listed.iter().map(|l| l.tool.name.as_ref()).collect();
         let shown: String = name.chars().take(200).collect();
@@ -37,17 +38,15 @@ pub(super) async fn run(
     let body = json!({"assistant_id": found.assistant_id, "input": input});
     let mut body: RunCreate =
         serde_json::from_value(body).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-    // The caller the server authenticated, kept with the HTTP request rmcp hands over.
-    body.user = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<crate::auth::Caller>().and_then(|caller| caller.0.clone()));
+    body.user = user;
     let accepted = match runs::create(app, None, body, runs::Attached::Client).await {
         Ok(accepted) => accepted,
         Err(ApiError::Invalid(reason) | ApiError::BadRequest(reason)) => {
             return Ok(failure(format!("the arguments do not fit tool `{name}`: {reason}")));
         }
-        Err(ApiError::NotFound(reason)) => return Err(ErrorData::invalid_params(reason, None)),
+        Err(ApiError::NotFound(reason) | ApiError::Forbidden(reason)) => {
+            return Err(ErrorData::invalid_params(reason, None));
+        }
         Err(other) => return Err(ErrorData::internal_error(other.to_string(), None)),
     };
     let outcome = tokio::select! {

@@ -94,9 +94,11 @@ impl rmcp::ServerHandler for Assistants {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let listed = tools::list(&self.app).await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let listed = tools::list(&self.app, caller(&context).as_ref())
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(ListToolsResult::with_all_items(listed.into_iter().map(|t| t.tool).collect()))
     }
 
@@ -107,6 +109,12 @@ impl rmcp::ServerHandler for Assistants {
     ) -> Result<CallToolResponse, ErrorData> {
         call::run(&self.app, request, &context).await.map(Into::into)
     }
+}
+
+/// The caller the server authenticated, kept with the HTTP request rmcp hands over.
+fn caller(context: &RequestContext<RoleServer>) -> Option<Arc<graphwright::AuthUser>> {
+    let parts = context.extensions.get::<axum::http::request::Parts>()?;
+    parts.extensions.get::<crate::auth::Caller>().and_then(|caller| caller.0.clone())
 }
 
 #[cfg(test)]

@@ -1,8 +1,11 @@
 //! The assistants as MCP tool descriptions.
 
 use crate::app::App;
+use crate::authz::gate::Gate;
+use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::served::Served;
+use graphwright::AuthUser;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -19,12 +22,16 @@ pub(super) struct Listed {
     pub(super) message_fields: &'static [&'static str],
 }
 
-/// Every assistant whose graph this server serves, newest first; of assistants whose names
-/// give the same tool name, the newest.
-pub(super) async fn list(app: &App) -> Result<Vec<Listed>, ApiError> {
+/// Every assistant whose graph this server serves and that `user` may see, newest first; of
+/// assistants whose names give the same tool name, the newest.
+pub(super) async fn list(app: &App, user: Option<&Arc<AuthUser>>) -> Result<Vec<Listed>, ApiError> {
+    let grant = Gate::of(app, user).grant(Resource::Assistants, Action::Search, json!({})).await?;
     let mut taken = BTreeSet::new();
     let mut listed = Vec::new();
     for assistant in app.meta.assistants().await? {
+        if !grant.filter().admits(&assistant["metadata"]) {
+            continue;
+        }
         let Some(graph) = assistant["graph_id"].as_str().and_then(|g| app.graphs.get(g)) else { continue };
         let id = assistant["assistant_id"].as_str().unwrap_or_default().to_owned();
         let title = assistant["name"].as_str().unwrap_or_default();

@@ -1,0 +1,53 @@
+//! Server processes for the tests that need several: the test binary run again with only one of
+//! its ignored tests, which binds a server, prints `listening on {addr}` and serves until the
+//! process is killed.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// A server process, killed when dropped.
+pub struct ServerProcess(Child);
+
+impl ServerProcess {
+    /// Runs this binary's test `test` (its full name, e.g. `on_postgres::server_process`) with
+    /// `variable` set to `value`; the process and the address it listens on.
+    pub fn start(test: &str, variable: &str, value: &str) -> (Self, String) {
+        let exe = std::env::current_exe().unwrap();
+        let child = Command::new(exe)
+            .args([test, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(variable, value)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut process = Self(child);
+        let stdout = process.0.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    // The test harness writes the test's name on the same line first.
+                    if let Some((_, addr)) = line.split_once("listening on ") {
+                        break addr.trim().to_owned();
+                    }
+                }
+                _ => panic!("a server process ended before it listened"),
+            }
+        };
+        // Keeps reading, so that the process never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        (process, addr)
+    }
+
+    /// The process id.
+    #[allow(dead_code)] // not every test file that starts servers asks for it
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
