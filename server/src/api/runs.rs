@@ -3,7 +3,7 @@
 use super::respond::{event_stream, json, locate, no_content, result_of, result_when_done};
 use crate::app::App;
 use crate::auth::Caller;
-use crate::authz::gate::Gate;
+use crate::authz::gate::{Gate, Granted};
 use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::runs::request::RunCreate;
@@ -46,9 +46,11 @@ pub(super) async fn create(
     State(app): State<Arc<App>>,
     Path(thread): Path<String>,
     Caller(user): Caller,
+    Granted(grant): Granted,
     Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     body.user = user;
+    body.thread_grant = Some(grant);
     background(&app, Some(thread), body).await
 }
 
@@ -90,9 +92,11 @@ pub(super) async fn stream(
     State(app): State<Arc<App>>,
     Path(thread): Path<String>,
     Caller(user): Caller,
+    Granted(grant): Granted,
     Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     body.user = user;
+    body.thread_grant = Some(grant);
     streamed(&app, Some(thread), body).await
 }
 
@@ -109,9 +113,11 @@ pub(super) async fn wait(
     State(app): State<Arc<App>>,
     Path(thread): Path<String>,
     Caller(user): Caller,
+    Granted(grant): Granted,
     Body(mut body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     body.user = user;
+    body.thread_grant = Some(grant);
     waited(&app, Some(thread), body).await
 }
 

@@ -27,6 +27,11 @@ impl Gate {
         Self(app.policy.clone().zip(user.cloned()))
     }
 
+    /// Whether everything is allowed (no policy, or no caller).
+    pub(crate) fn is_open(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// What `resource`/`action` with `value` may do; 403 if the policy refuses.
     pub(crate) async fn grant(&self, resource: Resource, action: Action, value: Value) -> Result<Grant, ApiError> {
         let Some((policy, user)) = &self.0 else { return Ok(Grant::allow()) };

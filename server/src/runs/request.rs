@@ -80,6 +80,11 @@ pub(crate) struct RunCreate {
     /// from the request's credentials, never read from its body, and not stored.
     #[serde(skip)]
     pub(crate) user: Option<std::sync::Arc<graphwright::AuthUser>>,
+    /// What the server's policy granted for `create_run` on the run's thread, when the route
+    /// already checked the thread its path names (so it is not read again); set by the
+    /// server, never read from a request.
+    #[serde(skip)]
+    pub(crate) thread_grant: Option<crate::authz::Grant>,
 }
 
 /// What happens to a thread's in-flight run when another is created on it.
