@@ -104,6 +104,7 @@ impl QueueStats {
 pub(crate) struct Metrics {
     registry: Registry,
     runs_started: Family<GraphLabels, Counter>,
+    runs_resumed: Family<GraphLabels, Counter>,
     runs_ended: Family<EndLabels, Counter>,
     run_seconds: Family<GraphLabels, Histogram>,
     streams_open: Gauge,
@@ -123,6 +124,7 @@ impl Default for Metrics {
         let mut registry = Registry::with_prefix("graphwright");
         let runs_started = Family::default();
         let runs_ended = Family::default();
+        let runs_resumed = Family::default();
         let run_seconds = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
         let streams_open = Gauge::default();
         let requests = Family::default();
@@ -130,6 +132,11 @@ impl Default for Metrics {
         let queue_pending = Gauge::default();
         let queue_running = Gauge::default();
         registry.register("runs_started", "Runs this process started executing, per graph", runs_started.clone());
+        registry.register(
+            "runs_resumed",
+            "Runs an earlier server process accepted and did not finish, taken up again by this one, per graph",
+            runs_resumed.clone(),
+        );
         registry.register(
             "runs_ended",
             "Runs this process executed that ended, per graph and status (success, error, interrupted, rolled_back)",
@@ -152,6 +159,7 @@ impl Default for Metrics {
         Self {
             registry,
             runs_started,
+            runs_resumed,
             runs_ended,
             run_seconds,
             streams_open,
@@ -167,6 +175,11 @@ impl Metrics {
     /// A run of `graph` started executing.
     pub(crate) fn run_started(&self, graph: &str) {
         self.runs_started.get_or_create(&GraphLabels { graph: graph.to_owned() }).inc();
+    }
+
+    /// A run of `graph` that an earlier process left unfinished is taken up again.
+    pub(crate) fn run_resumed(&self, graph: &str) {
+        self.runs_resumed.get_or_create(&GraphLabels { graph: graph.to_owned() }).inc();
     }
 
     /// A run of `graph` ended with `status` after `took`.
@@ -207,6 +220,8 @@ impl Metrics {
             let mut counts = serde_json::Map::new();
             let started = self.runs_started.get(&GraphLabels { graph: graph.to_owned() }).map_or(0, |c| c.get());
             counts.insert("started".into(), started.into());
+            let resumed = self.runs_resumed.get(&GraphLabels { graph: graph.to_owned() }).map_or(0, |c| c.get());
+            counts.insert("resumed".into(), resumed.into());
             for status in RUN_ENDS {
                 let ended = self.runs_ended.get(&EndLabels { graph: graph.to_owned(), status }).map_or(0, |c| c.get());
                 counts.insert(status.into(), ended.into());
@@ -264,6 +279,7 @@ mod tests {
     fn counters_reach_both_formats() {
         let metrics = Arc::new(Metrics::default());
         metrics.run_started("chat");
+        metrics.run_resumed("chat");
         metrics.run_ended("chat", "success", Duration::from_millis(20));
         metrics.request("POST", "/runs/wait", 200, Duration::from_millis(21));
         let stream = metrics.stream_opened();
@@ -271,6 +287,7 @@ mod tests {
         let text = metrics.prometheus(&queue);
         for line in [
             "graphwright_runs_started_total{graph=\"chat\"} 1",
+            "graphwright_runs_resumed_total{graph=\"chat\"} 1",
             "graphwright_runs_ended_total{graph=\"chat\",status=\"success\"} 1",
             "graphwright_run_duration_seconds_count{graph=\"chat\"} 1",
             "graphwright_streams_open 1",
@@ -283,9 +300,9 @@ mod tests {
         drop(stream);
         let json = metrics.json(&queue, ["chat", "other"].into_iter());
         assert_eq!(json["queue"]["n_pending"], 2);
-        let counts = |started, success| json!({"started": started, "success": success, "error": 0, "interrupted": 0, "rolled_back": 0});
-        assert_eq!(json["runs"]["chat"], counts(1, 1));
-        assert_eq!(json["runs"]["other"], counts(0, 0));
+        let counts = |started, resumed, success| json!({"started": started, "resumed": resumed, "success": success, "error": 0, "interrupted": 0, "rolled_back": 0});
+        assert_eq!(json["runs"]["chat"], counts(1, 1, 1));
+        assert_eq!(json["runs"]["other"], counts(0, 0, 0));
         assert_eq!(json["streams_open"], 0);
     }
 }

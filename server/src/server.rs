@@ -298,8 +298,10 @@ impl Server {
     }
 
     /// The server's routes, ready to be served by `axum` (or nested under a prefix of a
-    /// larger application). Opens the storage; with SQLite, runs a previous process left
-    /// unfinished are marked `error`, so their threads are not left busy.
+    /// larger application). Opens the storage; with SQLite, runs a previous process accepted
+    /// and did not finish are taken up again (continuing from their threads' checkpoints; one
+    /// started three times already is marked `error`, as is one whose graph is no longer
+    /// served).
     ///
     /// The router authenticates with [`auth`](Self::auth) when given one; where it listens is
     /// up to the caller, who takes on the check [`bind`](Self::bind) makes.
@@ -324,7 +326,7 @@ impl Server {
             }
         }
         let assistants = graphs.keys().map(|graph| default_assistant(graph)).collect();
-        storage.meta.prepare(assistants).await.map_err(|e| self.database.failed(e.to_string()))?;
+        let unfinished = storage.meta.prepare(assistants).await.map_err(|e| self.database.failed(e.to_string()))?;
         let app = Arc::new(App {
             graphs,
             scratch: Scratch { graphs: scratch, saver: scratch_saver },
@@ -342,6 +344,7 @@ impl Server {
             policy: self.policy,
         });
         crate::crons::start(&app);
+        crate::runs::resume(&app, unfinished).await;
         let mut router = crate::api::router(app);
         if let Some(authenticator) = self.auth {
             // Inside the origin guard: a page that may not call the server is refused before

@@ -12,14 +12,7 @@ impl ServerProcess {
     /// Runs this binary's test `test` (its full name, e.g. `on_postgres::server_process`) with
     /// `variable` set to `value`; the process and the address it listens on.
     pub fn start(test: &str, variable: &str, value: &str) -> (Self, String) {
-        let exe = std::env::current_exe().unwrap();
-        let child = Command::new(exe)
-            .args([test, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(variable, value)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut process = Self(child);
+        let mut process = Self::spawn(test, variable, value);
         let stdout = process.0.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
         let addr = loop {
@@ -36,6 +29,32 @@ impl ServerProcess {
         // Keeps reading, so that the process never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
         (process, addr)
+    }
+
+    /// Runs this binary's test `test` with `variable` set to `value`, without waiting for it
+    /// to listen.
+    pub fn spawn(test: &str, variable: &str, value: &str) -> Self {
+        let exe = std::env::current_exe().unwrap();
+        let child = Command::new(exe)
+            .args([test, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(variable, value)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Self(child)
+    }
+
+    /// Whether the process ended within `within` (it is not killed).
+    #[allow(dead_code)] // not every test file that starts servers waits for one to end
+    pub fn ended_within(&mut self, within: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + within;
+        while std::time::Instant::now() < until {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
     }
 
     /// The process id.

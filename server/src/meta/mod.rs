@@ -131,7 +131,26 @@ pub(crate) struct RunRow {
     pub(crate) kwargs: Value,
     /// What the server's policy sets in the metadata of the thread the run is on (its owner).
     pub(crate) thread_metadata: Map<String, Value>,
+    /// Who started the run (`null`: nobody authenticated), kept so that the run can be taken
+    /// up again as them when the process dies before it ends.
+    pub(crate) caller: Value,
 }
+
+/// A run an earlier process accepted and did not finish, to be taken up again.
+pub(crate) struct Unfinished {
+    /// Its record (its request opened once [`Meta::prepare`] returns it).
+    pub(crate) run: Value,
+    /// Who started it, as stored (`null`: nobody authenticated).
+    pub(crate) caller: Value,
+    /// When it first started executing (RFC 3339): it continues from its thread's checkpoints
+    /// if one was written since. `None`: it was still waiting for its turn (it starts as asked).
+    pub(crate) started_at: Option<String>,
+    /// The attempt about to be made (1 for a run that never started).
+    pub(crate) attempt: u32,
+}
+
+/// How many times a run is started before it is given up on (its process died every time).
+pub(crate) const MAX_ATTEMPTS: u32 = 3;
 
 /// How a run ended, as its record and its thread's record keep it.
 pub(crate) struct RunEnd {
@@ -345,6 +364,7 @@ impl Meta {
     ) -> Result<(Value, Vec<String>), ApiError> {
         let mut row = row;
         row.kwargs = self.sealer.seal(std::mem::take(&mut row.kwargs), Row::run(&row.run_id), "kwargs")?;
+        row.caller = self.sealer.seal(std::mem::take(&mut row.caller), Row::run(&row.run_id), "caller")?;
         let (run, superseded) = on_backend!(self, db => db.register(row, creates, multitask).await)?;
         Ok((open_run(&self.sealer, run)?, superseded))
     }
@@ -399,9 +419,35 @@ impl Meta {
         on_backend!(self, db => db.queue().await)
     }
 
+    /// Marks a run an earlier process left unfinished `error` (it cannot be taken up again).
+    pub(crate) async fn give_up(&self, thread: &str, run: &str) -> Result<(), ApiError> {
+        match &self.db {
+            Db::Sqlite(db) => db.give_up(thread, run).await,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => Ok(()),
+        }
+    }
+
     /// Adds each graph's default assistant (kept if there), and deals with the runs a process
-    /// that is gone left unfinished.
-    pub(crate) async fn prepare(&self, assistants: Vec<AssistantRow>) -> Result<(), ApiError> {
-        on_backend!(self, db => db.prepare(assistants).await)
+    /// that is gone left unfinished: on SQLite (one process), the ones to take up again, oldest
+    /// first (a run already started [`MAX_ATTEMPTS`] times is marked `error` instead).
+    pub(crate) async fn prepare(&self, assistants: Vec<AssistantRow>) -> Result<Vec<Unfinished>, ApiError> {
+        let unfinished = match &self.db {
+            Db::Sqlite(db) => db.prepare(assistants, MAX_ATTEMPTS).await?,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(db) => {
+                db.prepare(assistants).await?;
+                Vec::new()
+            }
+        };
+        unfinished
+            .into_iter()
+            .map(|unfinished| {
+                let run = open_run(&self.sealer, unfinished.run)?;
+                let id = run["run_id"].as_str().unwrap_or_default().to_owned();
+                let caller = self.sealer.open(unfinished.caller, Row::run(&id), "caller")?;
+                Ok(Unfinished { run, caller, ..unfinished })
+            })
+            .collect()
     }
 }

@@ -4,8 +4,8 @@ mod crons;
 mod versions;
 
 use super::{
-    ASSISTANT_COLUMNS, AssistantRow, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
-    check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
+    ASSISTANT_COLUMNS, AssistantRow, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, Unfinished,
+    assistant_json, check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
 };
 use crate::error::ApiError;
 use crate::meta::versions::NEXT_VERSION;
@@ -54,7 +54,7 @@ impl SqliteMeta {
             // and reach the disk with the checkpointer's next commit, which is synced and shares
             // the file's log. A machine that crashes may lose the last ones; the records are
             // bookkeeping around the checkpoints, and a run left `running` by a lost commit is
-            // marked `error` when the server starts again.
+            // taken up again when the server starts again.
             conn.pragma_update(None, "synchronous", "NORMAL")?;
         } else {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -64,6 +64,10 @@ impl SqliteMeta {
         // compile the statement again at every call, which costs more than running it.
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.execute_batch(SCHEMA)?;
+        // Columns added after the table's first release: files written before get them here.
+        add_column(&conn, "gw_runs", "attempt", "INTEGER NOT NULL DEFAULT 1")?;
+        add_column(&conn, "gw_runs", "caller", "TEXT")?;
+        add_column(&conn, "gw_runs", "started_at", "TEXT")?;
         conn.execute_batch(crons::SCHEMA)?;
         conn.execute_batch(&versions::schema())?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
@@ -261,8 +265,9 @@ impl SqliteMeta {
             let now = time::now();
             exec(
                 &tx,
-                "INSERT INTO gw_runs VALUES (?1, ?2, ?3, ?4, ?4, 'pending', ?5, ?6, ?7,
-                     (SELECT COALESCE(MAX(seq), 0) + 1 FROM gw_runs))",
+                "INSERT INTO gw_runs (run_id, thread_id, assistant_id, created_at, updated_at, status, metadata,
+                     kwargs, multitask_strategy, seq, caller)
+                 VALUES (?1, ?2, ?3, ?4, ?4, 'pending', ?5, ?6, ?7, (SELECT COALESCE(MAX(seq), 0) + 1 FROM gw_runs), ?8)",
                 params![
                     row.run_id,
                     row.thread_id,
@@ -270,7 +275,8 @@ impl SqliteMeta {
                     now,
                     text(&row.metadata),
                     text(&row.kwargs),
-                    multitask.as_str()
+                    multitask.as_str(),
+                    text(&row.caller)
                 ],
             )?;
             let run = run_of(&tx, &row.thread_id, &row.run_id)?.unwrap_or(Value::Null);
@@ -339,7 +345,16 @@ impl SqliteMeta {
 
     pub(crate) async fn set_running(&self, run: &str) -> Result<(), ApiError> {
         let run = run.to_owned();
-        self.call(move |conn| Ok(set_run_status(conn, &run, "running")?)).await
+        self.call(move |conn| {
+            // When it first started is kept: a run taken up again continues from what it wrote since.
+            exec(
+                conn,
+                "UPDATE gw_runs SET status = 'running', updated_at = ?2, started_at = COALESCE(started_at, ?2) WHERE run_id = ?1",
+                params![run, time::now()],
+            )?;
+            Ok(())
+        })
+        .await
     }
 
     pub(crate) async fn end_run(&self, end: RunEnd) -> Result<(), ApiError> {
@@ -381,27 +396,103 @@ impl SqliteMeta {
     /// Adds the default assistants, and marks every run that had not ended as failed: they
     /// belonged to a server process that is gone (one process per file), and their threads
     /// are free again.
-    pub(crate) async fn prepare(&self, assistants: Vec<AssistantRow>) -> Result<(), ApiError> {
+    /// Marks a run an earlier process left unfinished `error`: it cannot be taken up again.
+    /// Its thread is freed unless another run of it is open.
+    pub(crate) async fn give_up(&self, thread: &str, run: &str) -> Result<(), ApiError> {
+        let (thread, run) = (thread.to_owned(), run.to_owned());
+        self.call(move |conn| {
+            let tx = write(conn)?;
+            set_run_status(&tx, &run, "error")?;
+            exec(
+                &tx,
+                "UPDATE gw_threads SET status = 'error', updated_at = ?2 WHERE thread_id = ?1 AND NOT EXISTS (
+                     SELECT 1 FROM gw_runs r WHERE r.thread_id = ?1 AND r.status IN ('pending', 'running'))",
+                params![thread, time::now()],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Adds the default assistants; the runs an earlier process left unfinished, to take up
+    /// again (record, caller, whether it had started, the attempt about to be made), oldest
+    /// first. A started run whose next attempt would be past `max_attempts` is marked `error`.
+    pub(crate) async fn prepare(
+        &self,
+        assistants: Vec<AssistantRow>,
+        max_attempts: u32,
+    ) -> Result<Vec<Unfinished>, ApiError> {
         self.call(move |conn| {
             for row in &assistants {
                 insert_assistant(conn, row)?;
             }
             let tx = write(conn)?;
             let now = time::now();
-            let failed = exec(
+            let open: Vec<(bool, Unfinished)> = {
+                let mut stmt = tx.prepare(&format!(
+                    "SELECT {RUN_COLUMNS}, caller, attempt, started_at FROM gw_runs
+                     WHERE status IN ('pending', 'running') ORDER BY seq"
+                ))?;
+                stmt.query_map([], |r| {
+                    let running = r.get::<_, String>(5)? == "running";
+                    let caller: Option<String> = r.get(9)?;
+                    let caller = caller.as_deref().map_or(Value::Null, super::parse);
+                    let run = Unfinished { run: run_json(r)?, caller, started_at: r.get(11)?, attempt: r.get(10)? };
+                    Ok((running, run))
+                })?
+                .collect::<rusqlite::Result<_>>()?
+            };
+            let mut unfinished = Vec::new();
+            for (started, mut run) in open {
+                let attempt = run.attempt;
+                let id = run.run["run_id"].as_str().unwrap_or_default().to_owned();
+                let next = if started { attempt + 1 } else { attempt };
+                if next > max_attempts {
+                    exec(&tx, "UPDATE gw_runs SET status = 'error', updated_at = ?2 WHERE run_id = ?1", params![id, now])?;
+                    tracing::error!(
+                        run = %id, attempts = attempt,
+                        "a run was started {attempt} times and its server process stopped each time before it ended: \
+                         it is marked `error` and not started again"
+                    );
+                    continue;
+                }
+                exec(
+                    &tx,
+                    "UPDATE gw_runs SET status = 'pending', attempt = ?2, updated_at = ?3 WHERE run_id = ?1",
+                    params![id, next, now],
+                )?;
+                run.attempt = next;
+                unfinished.push(run);
+            }
+            // Threads with no run left to take up are freed.
+            exec(
                 &tx,
-                "UPDATE gw_runs SET status = 'error', updated_at = ?1 WHERE status IN ('pending', 'running')",
+                "UPDATE gw_threads SET status = 'error', updated_at = ?1 WHERE status = 'busy' AND NOT EXISTS (
+                     SELECT 1 FROM gw_runs r WHERE r.thread_id = gw_threads.thread_id AND r.status IN ('pending', 'running'))",
                 [&now],
             )?;
-            exec(&tx, "UPDATE gw_threads SET status = 'error', updated_at = ?1 WHERE status = 'busy'", [&now])?;
             tx.commit()?;
-            if failed > 0 {
-                tracing::warn!(failed, "runs left unfinished by an earlier server process were marked `error`");
+            if !unfinished.is_empty() {
+                tracing::warn!(runs = unfinished.len(), "runs left unfinished by an earlier server process are taken up again");
             }
-            Ok(())
+            Ok(unfinished)
         })
         .await
     }
+}
+
+/// Adds `column` to `table` unless it has it.
+fn add_column(conn: &Connection, table: &str, column: &str, declaration: &str) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        &format!("SELECT EXISTS (SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1)"),
+        [column],
+        |r| r.get(0),
+    )?;
+    if !has {
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {declaration}"))?;
+    }
+    Ok(())
 }
 
 /// Runs `sql` with `params`, its statement prepared once per connection.

@@ -166,7 +166,13 @@ pub(crate) async fn prepare(app: &App, thread: Option<String>, body: &RunCreate)
     graph.validate(&spec)?;
     let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));
     let creates = stateless || body.creates_thread()?;
-    let row = RunRow { run_id, thread_id, graph_id, assistant_id, metadata, kwargs: kwargs_of(body), thread_metadata };
+    let mut kwargs = kwargs_of(body);
+    if stateless {
+        // Kept so that a run taken up again after its process died knows what to do with its thread.
+        kwargs["on_completion"] = json!(if keep { "keep" } else { "delete" });
+    }
+    let caller = body.user.as_deref().map_or(Value::Null, |user| json!(user));
+    let row = RunRow { run_id, thread_id, graph_id, assistant_id, metadata, kwargs, thread_metadata, caller };
     let resumable = body.stream_resumable.unwrap_or(false);
     Ok(Prepared { graph, spec, row, creates, multitask, resumable, temporary: stateless && !keep })
 }
@@ -209,16 +215,33 @@ impl Prepared {
     /// could be read back once it ended, and the client that follows it is connected to this
     /// process. Its answer's `run` is null.
     pub(crate) async fn start(self, app: &Arc<App>, attached: Attached) -> Result<Accepted, ApiError> {
+        let (accepted, job) = self.launch(app, attached, None).await?;
+        tokio::spawn(job.run());
+        Ok(accepted)
+    }
+
+    /// The run accepted and the job that executes it: recorded now, or, for a run an earlier
+    /// process recorded (`resumed`: its record and the attempt about to be made), as it is.
+    async fn launch(
+        self,
+        app: &Arc<App>,
+        attached: Attached,
+        resumed: Option<(Value, u32)>,
+    ) -> Result<(Accepted, exec::Job), ApiError> {
         let Self { graph, spec, row, creates, multitask, resumable, temporary } = self;
         let (run_id, thread_id, graph_id) = (row.run_id.clone(), row.thread_id.clone(), row.graph_id.clone());
-        // Before anything is recorded: a run refused for its user's cap leaves no trace.
+        // Before anything is recorded: a run refused for its user's cap leaves no trace. (A run
+        // taken up again was accepted already: it is not refused now.)
         let slot = match (&spec.user, app.max_runs_per_user) {
-            (Some(user), Some(cap)) => Some(app.runs.in_flight.take(&user.identity, cap)?),
+            (Some(user), Some(cap)) if resumed.is_none() => Some(app.runs.in_flight.take(&user.identity, cap)?),
             _ => None,
         };
-        let scratch = temporary && attached == Attached::Client;
+        let scratch = temporary && attached == Attached::Client && resumed.is_none();
         let scratch_metadata = scratch.then(|| Value::Object(row.thread_metadata.clone()));
-        let (run, graph, saver) = if scratch {
+        let attempt = resumed.as_ref().map_or(1, |(_, attempt)| *attempt);
+        let (run, graph, saver) = if let Some((run, _)) = resumed {
+            (run, graph, Arc::clone(&app.saver))
+        } else if scratch {
             let graph = Arc::clone(app.scratch.graphs.get(&graph_id).unwrap_or(&graph));
             (Value::Null, graph, Arc::clone(&app.scratch.saver))
         } else {
@@ -233,7 +256,10 @@ impl Prepared {
         if let Some(metadata) = scratch_metadata {
             live.keep_thread_metadata(metadata);
         }
-        live.push(&crate::served::WireEvent { name: "metadata".into(), data: json!({"run_id": run_id, "attempt": 1}) });
+        live.push(&crate::served::WireEvent {
+            name: "metadata".into(),
+            data: json!({"run_id": run_id, "attempt": attempt}),
+        });
         app.runs.add(&live);
         let job = exec::Job {
             app: Arc::clone(app),
@@ -246,9 +272,93 @@ impl Prepared {
             recorded: !scratch,
             slot,
         };
-        tokio::spawn(job.run());
-        Ok(Accepted { run, live })
+        Ok((Accepted { run, live }, job))
     }
+}
+
+/// Takes up again the runs an earlier process of this server accepted and did not finish
+/// (oldest first): each thread's in order, one after the other. A run that had started
+/// continues from its thread's last checkpoint, with the writes of the tasks that had finished
+/// (they do not run again), if it had written one; otherwise, and for a run that had not
+/// started, it starts as it was asked. A run that cannot be taken up (its graph is no longer
+/// served, its request no longer fits) is marked `error`.
+pub(crate) async fn resume(app: &Arc<App>, unfinished: Vec<crate::meta::Unfinished>) {
+    let mut threads: Vec<(String, Vec<exec::Job>)> = Vec::new();
+    for run in unfinished {
+        let thread = run.run["thread_id"].as_str().unwrap_or_default().to_owned();
+        let id = run.run["run_id"].as_str().unwrap_or_default().to_owned();
+        match taken_up(app, run).await {
+            Ok(job) => match threads.iter_mut().find(|(t, _)| *t == thread) {
+                Some((_, jobs)) => jobs.push(job),
+                None => threads.push((thread, vec![job])),
+            },
+            Err(error) => {
+                tracing::error!(run = %id, %error, "a run left unfinished cannot be taken up again: it is marked `error`");
+                if let Err(error) = app.meta.give_up(&thread, &id).await {
+                    tracing::error!(run = %id, %error, "could not mark a run that cannot be taken up again `error`");
+                }
+            }
+        }
+    }
+    for (_, jobs) in threads {
+        tokio::spawn(async move {
+            for job in jobs {
+                job.run().await;
+            }
+        });
+    }
+}
+
+/// The job that takes up `unfinished` again.
+async fn taken_up(app: &Arc<App>, unfinished: crate::meta::Unfinished) -> Result<exec::Job, ApiError> {
+    let crate::meta::Unfinished { run, caller, started_at, attempt } = unfinished;
+    let (kwargs, thread) = (&run["kwargs"], run["thread_id"].as_str().unwrap_or_default().to_owned());
+    let mut request = json!({
+        "assistant_id": run["assistant_id"],
+        "input": kwargs["input"],
+        "command": kwargs["command"],
+        "config": kwargs["config"],
+        "context": kwargs["context"],
+        "metadata": run["metadata"],
+        "stream_mode": kwargs["stream_mode"],
+        "stream_subgraphs": kwargs["subgraphs"],
+        "stream_resumable": kwargs["resumable"],
+        "checkpoint_id": kwargs["checkpoint_id"],
+        "interrupt_before": kwargs["interrupt_before"],
+        "interrupt_after": kwargs["interrupt_after"],
+    });
+    if let Some(started_at) = started_at.as_deref()
+        && wrote_since(app, &thread, started_at).await?
+    {
+        // Its input (or command) is in the thread's checkpoints already: it continues from them.
+        for key in ["input", "command", "checkpoint_id"] {
+            request[key] = Value::Null;
+        }
+    }
+    let mut body: RunCreate = serde_json::from_value(request)
+        .map_err(|e| ApiError::Invalid(format!("the run's stored request no longer reads as one: {e}")))?;
+    body.user = serde_json::from_value::<Option<graphwright::AuthUser>>(caller)
+        .map_err(|e| ApiError::Invalid(format!("the run's stored caller no longer reads as a user: {e}")))?
+        .map(Arc::new);
+    let mut prepared = prepare(app, Some(thread), &body).await?;
+    let id = run["run_id"].as_str().unwrap_or_default().to_owned();
+    prepared.row.run_id.clone_from(&id);
+    prepared.spec.run_id = id;
+    prepared.temporary = kwargs["on_completion"] == "delete";
+    app.metrics.run_resumed(&prepared.row.graph_id);
+    let (_, job) = prepared.launch(app, Attached::Background, Some((run, attempt))).await?;
+    Ok(job)
+}
+
+/// Whether `thread` has a checkpoint written since `started_at` (RFC 3339): the run that
+/// first started then wrote its input, at least.
+async fn wrote_since(app: &App, thread: &str, started_at: &str) -> Result<bool, ApiError> {
+    let Some(graph) = app.thread_graph(thread).await? else { return Ok(false) };
+    let Some(state) = graph.state(thread, None).await? else { return Ok(false) };
+    let time = |text: Option<&str>| text.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+    Ok(
+        matches!((time(state["created_at"].as_str()), time(Some(started_at))), (Some(written), Some(started)) if written >= started),
+    )
 }
 
 /// The request as stored in the run's `kwargs`.

@@ -1,0 +1,236 @@
+//! Runs a server process accepted and did not finish are taken up again when the server starts
+//! again on its SQLite file: killed (SIGKILL) while a run is in a node, with another run queued
+//! behind it on the same thread, a restarted process finishes both, in order; the node that had
+//! finished before the kill does not run again (an fsynced ledger of node executions says so),
+//! and `/metrics` counts the runs taken up. A run whose node kills its process every time is
+//! given up after three attempts (`error`), and its thread takes new runs. With authentication,
+//! owner isolation and encryption, a run taken up again runs as its caller.
+
+use graphwright::encryption::Keys;
+use graphwright::prelude::*;
+use graphwright_server::authz::OwnerIsolation;
+use graphwright_server::{ApiKeys, AuthUser, Server};
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::time::Duration;
+
+#[path = "support/server_process.rs"]
+mod server_process;
+use server_process::ServerProcess;
+
+/// Where the server process started by these tests keeps its records and its ledger:
+/// `{database}|{ledger}`, and `|secure` for a server with API keys, owner isolation and
+/// encryption at rest.
+const SERVE_ON: &str = "GRAPHWRIGHT_TEST_SERVE_DURABLE";
+
+/// Two steps: `first` notes itself at once, `second` after a while (or kills the process when
+/// the run's tag asks for it). Every execution of a node is written to the ledger, synced,
+/// before the node returns.
+#[graph]
+mod ledger {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        /// Names the run in the ledger; `crash..` makes `second` kill its process.
+        pub tag: String,
+        #[reducer(append)]
+        pub done: Vec<String>,
+        /// Who each run of `second` ran as.
+        #[reducer(append)]
+        pub by: Vec<String>,
+    }
+
+    #[node(entry, next = second)]
+    fn first(state: &State) -> StateUpdate {
+        super::note(&format!("first {}", state.tag));
+        StateUpdate::new().done(vec![format!("first {}", state.tag)])
+    }
+
+    #[node(next = END)]
+    async fn second(state: &State, rt: &Runtime) -> StateUpdate {
+        if state.tag.starts_with("crash") {
+            // Once the checkpoint of `first` is stored (it is written while this node starts).
+            tokio::time::sleep(super::SLOW).await;
+            std::process::abort();
+        }
+        tokio::time::sleep(super::SLOW).await;
+        super::note(&format!("second {}", state.tag));
+        let by = rt.user().map_or_else(|| "nobody".to_owned(), |user| user.identity.clone());
+        StateUpdate::new().done(vec![format!("second {}", state.tag)]).by(vec![by])
+    }
+}
+
+/// How long `second` takes: long enough to kill its process in the middle.
+const SLOW: Duration = Duration::from_millis(1500);
+
+/// Appends `line` to the ledger named by [`SERVE_ON`], synced.
+fn note(line: &str) {
+    let value = std::env::var(SERVE_ON).expect("the ledger's place");
+    let (_, rest) = value.split_once('|').expect("database|ledger");
+    let path = rest.trim_end_matches("|secure");
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+    writeln!(file, "{line}").unwrap();
+    file.sync_all().unwrap();
+}
+
+/// The server process: the ledger graph on the SQLite file [`SERVE_ON`] names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a server process that the tests of this file start"]
+async fn server_process() {
+    let value = std::env::var(SERVE_ON).expect("set by the test that starts this process");
+    let (database, rest) = value.split_once('|').expect("database|ledger");
+    let server = Server::new().graph("ledger", ledger::graph().compile().unwrap()).sqlite(database);
+    let server = if rest.ends_with("|secure") {
+        let keys = ApiKeys::new().key(ADA_KEY, AuthUser::new("ada"));
+        server.auth(keys).authorize(OwnerIsolation).encryption(Keys::new(&[7; 32]).unwrap())
+    } else {
+        server
+    };
+    let bound = server.bind("127.0.0.1:0").await.unwrap();
+    println!("listening on {}", bound.local_addr().unwrap());
+    bound.run().await.unwrap();
+}
+
+struct Place {
+    _dir: tempfile::TempDir,
+    value: String,
+    ledger: std::path::PathBuf,
+}
+
+fn place() -> Place {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.txt");
+    let value = format!("{}|{}", dir.path().join("records.db").display(), ledger.display());
+    Place { _dir: dir, value, ledger }
+}
+
+/// A place for a server with API keys, owner isolation and encryption at rest.
+fn secure_place() -> Place {
+    let mut place = place();
+    place.value.push_str("|secure");
+    place
+}
+
+/// The API key of user `ada` on a secure server.
+const ADA_KEY: &str = "key-of-ada-0123456789";
+
+fn start(place: &Place) -> (ServerProcess, String) {
+    let (process, addr) = ServerProcess::start("server_process", SERVE_ON, &place.value);
+    (process, format!("http://{addr}"))
+}
+
+fn lines(place: &Place) -> Vec<String> {
+    std::fs::read_to_string(&place.ledger).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+async fn post(url: &str, body: Value) -> Value {
+    let response = reqwest::Client::new().post(url).header("x-api-key", ADA_KEY).json(&body).send().await.unwrap();
+    assert!(response.status().is_success(), "POST {url}: {}", response.status());
+    response.json().await.unwrap()
+}
+
+async fn get(url: &str) -> Value {
+    let response = reqwest::Client::new().get(url).header("x-api-key", ADA_KEY).send().await.unwrap();
+    assert!(response.status().is_success(), "GET {url}: {}", response.status());
+    response.json().await.unwrap()
+}
+
+/// The run's status once it is no longer pending or running (at most 30 s).
+async fn ended(url: &str, thread: &str, run: &str) -> String {
+    for _ in 0..300 {
+        let record = get(&format!("{url}/threads/{thread}/runs/{run}")).await;
+        let status = record["status"].as_str().unwrap_or_default().to_owned();
+        if status != "pending" && status != "running" {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("run {run} did not end within 30 s");
+}
+
+/// Waits until the ledger holds `line`.
+async fn noted(place: &Place, line: &str) {
+    for _ in 0..200 {
+        if lines(place).iter().any(|l| l == line) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the ledger never got {line:?}: {:?}", lines(place));
+}
+
+async fn thread(url: &str) -> String {
+    post(&format!("{url}/threads"), json!({})).await["thread_id"].as_str().unwrap().to_owned()
+}
+
+async fn run(url: &str, thread: &str, tag: &str) -> String {
+    let body = json!({"assistant_id": "ledger", "input": {"tag": tag}, "multitask_strategy": "enqueue"});
+    post(&format!("{url}/threads/{thread}/runs"), body).await["run_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_process_takes_up_the_runs_it_accepted() {
+    let place = place();
+    let (killed, url) = start(&place);
+    let thread = thread(&url).await;
+    let (a, b) = (run(&url, &thread, "a").await, run(&url, &thread, "b").await);
+    noted(&place, "first a").await;
+    // In the middle of `second`, once the checkpoint of `first` is stored (it is written while
+    // `second` starts): run a is in flight, run b waits behind it.
+    tokio::time::sleep(SLOW * 2 / 3).await;
+    drop(killed);
+    assert_eq!(lines(&place), ["first a"], "the process was killed before `second` of run a noted itself");
+
+    let (_process, url) = start(&place);
+    assert_eq!(ended(&url, &thread, &a).await, "success");
+    assert_eq!(ended(&url, &thread, &b).await, "success");
+    // `first` of run a had finished and its write was kept: it did not run again.
+    assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
+    let state = get(&format!("{url}/threads/{thread}/state")).await;
+    assert_eq!(state["values"]["done"], json!(["first a", "second a", "first b", "second b"]));
+    assert_eq!(get(&format!("{url}/threads/{thread}")).await["status"], "idle");
+    let metrics = get(&format!("{url}/metrics?format=json")).await;
+    assert_eq!(metrics["runs"]["ledger"]["resumed"], 2, "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_kills_its_process_every_time_is_given_up_after_three_attempts() {
+    let place = place();
+    let (mut process, url) = start(&place);
+    let thread = thread(&url).await;
+    let crash = run(&url, &thread, "crash").await;
+    assert!(process.ended_within(Duration::from_secs(20)), "the first attempt did not kill its process");
+    for attempt in 2..=3 {
+        // Taken up as the process starts, the run kills it again (before it may even listen).
+        let mut process = ServerProcess::spawn("server_process", SERVE_ON, &place.value);
+        assert!(process.ended_within(Duration::from_secs(20)), "attempt {attempt} did not kill its process");
+    }
+    // The fourth process gives the run up instead of starting it a fourth time.
+    let (_process, url) = start(&place);
+    assert_eq!(ended(&url, &thread, &crash).await, "error");
+    // `first` ran once: every attempt continued after it.
+    assert_eq!(lines(&place), ["first crash"]);
+    let fine = run(&url, &thread, "fine").await;
+    assert_eq!(ended(&url, &thread, &fine).await, "success");
+    assert_eq!(lines(&place), ["first crash", "first fine", "second fine"]);
+}
+
+/// On a server with authentication, owner isolation and encryption, a run taken up again runs as
+/// the user who started it (its caller is kept, sealed, with its request) and stays theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_taken_up_again_runs_as_its_caller() {
+    let place = secure_place();
+    let (killed, url) = start(&place);
+    let thread = thread(&url).await;
+    let a = run(&url, &thread, "a").await;
+    noted(&place, "first a").await;
+    tokio::time::sleep(SLOW * 2 / 3).await;
+    drop(killed);
+
+    let (_process, url) = start(&place);
+    assert_eq!(ended(&url, &thread, &a).await, "success");
+    let state = get(&format!("{url}/threads/{thread}/state")).await;
+    assert_eq!(state["values"]["by"], json!(["ada"]), "{state}");
+    assert_eq!(get(&format!("{url}/threads/{thread}")).await["metadata"]["owner"], "ada");
+}
