@@ -80,7 +80,14 @@ fn note(line: &str) {
 async fn server_process() {
     let value = std::env::var(SERVE_ON).expect("set by the test that starts this process");
     let (database, rest) = value.split_once('|').expect("database|ledger");
-    let server = Server::new().graph("ledger", ledger::graph().compile().unwrap()).sqlite(database);
+    let server = Server::new().graph("ledger", ledger::graph().compile().unwrap());
+    let server = match database.strip_prefix("postgres:") {
+        #[cfg(feature = "postgres")]
+        Some(url) => server.postgres(url),
+        #[cfg(not(feature = "postgres"))]
+        Some(_) => panic!("a PostgreSQL server process needs the `postgres` feature"),
+        None => server.sqlite(database),
+    };
     let server = if rest.ends_with("|secure") {
         let keys = ApiKeys::new().key(ADA_KEY, AuthUser::new("ada"));
         server.auth(keys).authorize(OwnerIsolation).encryption(Keys::new(&[7; 32]).unwrap())
@@ -196,8 +203,13 @@ async fn a_restarted_process_takes_up_the_runs_it_accepted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_that_kills_its_process_every_time_is_given_up_after_three_attempts() {
-    let place = place();
-    let (mut process, url) = start(&place);
+    given_up_after_three_attempts(&place()).await;
+}
+
+/// A run whose node kills its process: each process that takes it up dies too, until the
+/// fourth marks it `error`; its thread then runs a new run.
+async fn given_up_after_three_attempts(place: &Place) {
+    let (mut process, url) = start(place);
     let thread = thread(&url).await;
     let crash = run(&url, &thread, "crash").await;
     assert!(process.ended_within(Duration::from_secs(20)), "the first attempt did not kill its process");
@@ -207,13 +219,13 @@ async fn a_run_that_kills_its_process_every_time_is_given_up_after_three_attempt
         assert!(process.ended_within(Duration::from_secs(20)), "attempt {attempt} did not kill its process");
     }
     // The fourth process gives the run up instead of starting it a fourth time.
-    let (_process, url) = start(&place);
+    let (_process, url) = start(place);
     assert_eq!(ended(&url, &thread, &crash).await, "error");
     // `first` ran once: every attempt continued after it.
-    assert_eq!(lines(&place), ["first crash"]);
+    assert_eq!(lines(place), ["first crash"]);
     let fine = run(&url, &thread, "fine").await;
     assert_eq!(ended(&url, &thread, &fine).await, "success");
-    assert_eq!(lines(&place), ["first crash", "first fine", "second fine"]);
+    assert_eq!(lines(place), ["first crash", "first fine", "second fine"]);
 }
 
 /// On a server with authentication, owner isolation and encryption, a run taken up again runs as
@@ -233,4 +245,51 @@ async fn a_run_taken_up_again_runs_as_its_caller() {
     let state = get(&format!("{url}/threads/{thread}/state")).await;
     assert_eq!(state["values"]["by"], json!(["ada"]), "{state}");
     assert_eq!(get(&format!("{url}/threads/{thread}")).await["metadata"]["owner"], "ada");
+}
+
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod postgres_server;
+
+/// Two server processes on one PostgreSQL database: when the one executing a run dies, the other
+/// takes it over, with the run queued behind it, and a client joined through the survivor gets
+/// the run's result.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_surviving_process_takes_over_the_runs_of_one_that_died() {
+    let schema = postgres_server::TestSchema::new("server_durable");
+    let mut place = place();
+    let (_, ledger) = place.value.split_once('|').unwrap();
+    place.value = format!("postgres:{}|{ledger}", schema.url());
+    let (killed, url_a) = start(&place);
+    let (_survivor, url_b) = start(&place);
+    let thread = thread(&url_a).await;
+    let (a, b) = (run(&url_a, &thread, "a").await, run(&url_a, &thread, "b").await);
+    noted(&place, "first a").await;
+    let joined = tokio::spawn({
+        let url = format!("{url_b}/threads/{thread}/runs/{a}/join");
+        async move { get(&url).await }
+    });
+    tokio::time::sleep(SLOW * 2 / 3).await;
+    drop(killed);
+
+    assert_eq!(ended(&url_b, &thread, &a).await, "success");
+    assert_eq!(ended(&url_b, &thread, &b).await, "success");
+    assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
+    assert_eq!(joined.await.unwrap()["done"], json!(["first a", "second a"]));
+    assert_eq!(get(&format!("{url_b}/threads/{thread}")).await["status"], "idle");
+    let metrics = get(&format!("{url_b}/metrics?format=json")).await;
+    assert_eq!(metrics["runs"]["ledger"]["resumed"], 2, "{metrics}");
+}
+
+/// The same on PostgreSQL: each process started alone on the database takes the run over from
+/// the one that died, until the fourth gives it up.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_run_that_kills_every_process_is_given_up_after_three_attempts() {
+    let schema = postgres_server::TestSchema::new("server_durable");
+    let mut place = place();
+    let (_, ledger) = place.value.split_once('|').unwrap();
+    place.value = format!("postgres:{}|{ledger}", schema.url());
+    given_up_after_three_attempts(&place).await;
 }

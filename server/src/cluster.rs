@@ -15,15 +15,20 @@
 //!   in the order they ran, whoever executes them; a follower copies each run as above.
 //! - **Cancellation elsewhere.** A cancel is stored on the run and announced by `NOTIFY`; the
 //!   owner stops the run, and a run not yet started sees it when it tries to claim its turn.
-//! - **Orphans.** Every process sweeps for open runs whose owner's lock is free: they are
-//!   marked `error` (nothing is re-run: their nodes' effects may have happened), their
-//!   followers get the error, and their threads are freed (`error`, or `busy` while another
-//!   run is queued), so a thread never stays busy.
+//! - **Orphans.** Every process sweeps for open runs whose owner's lock is free and takes them
+//!   over: each becomes the sweeper's, `pending`, and is executed there as a restarted SQLite
+//!   server executes the runs it finds (`runs::resume`: a run in flight goes on from its
+//!   checkpoints), its events going on under the next ids, so followers anywhere keep
+//!   following it. A run whose process died [`MAX_ATTEMPTS`] times is marked `error` instead,
+//!   and its thread freed.
 
 use crate::error::ApiError;
+use crate::meta::RUN_COLUMNS;
 use crate::meta::postgres::{OWNER_LOCK, PgMeta, pg};
+use crate::meta::{MAX_ATTEMPTS, Unfinished, run_json};
 use crate::runs::live::Frame;
 use crate::runs::{Cancel, Live, Runs};
+use crate::sealed::open_run;
 use crate::sealed::{Row, Sealer};
 use crate::served::Outcome;
 use crate::time;
@@ -33,7 +38,7 @@ use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, AsyncMess
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 /// The channel of this module's notifications.
 const CHANNEL: &str = "gw_runs";
@@ -68,6 +73,8 @@ pub(crate) struct Cluster {
     events: watch::Sender<u64>,
     /// Bumped when a cron is created, changed or deleted by any process (schedulers look again).
     crons: watch::Sender<u64>,
+    /// Where the runs this process takes over from processes that are gone go, to be executed.
+    adopted: mpsc::UnboundedSender<Vec<Unfinished>>,
     /// The connection holding this process's liveness lock and listening for notifications.
     _lease: tokio_postgres::Client,
 }
@@ -100,7 +107,13 @@ impl Cluster {
     /// Joins the cluster on the database at `url`: connects this process's lease connection,
     /// takes a free owner id's liveness lock, listens for notifications, opens the records
     /// over `pool`, and starts the orphan sweep.
-    pub(crate) async fn start(url: &str, pool: Pool, runs: Arc<Runs>, sealer: Sealer) -> Result<Arc<Self>, ApiError> {
+    pub(crate) async fn start(
+        url: &str,
+        pool: Pool,
+        runs: Arc<Runs>,
+        sealer: Sealer,
+        adopted: mpsc::UnboundedSender<Vec<Unfinished>>,
+    ) -> Result<Arc<Self>, ApiError> {
         let (lease, mut connection) = tokio_postgres::connect(url, NoTls).await?;
         let ended = watch::Sender::new(0);
         let events = watch::Sender::new(0);
@@ -128,7 +141,7 @@ impl Cluster {
         let owner = take_owner_id(&lease).await?;
         lease.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
         let meta = PgMeta::open(pool, owner).await?;
-        let cluster = Arc::new(Self { meta, sealer, ended, events, crons, _lease: lease });
+        let cluster = Arc::new(Self { meta, sealer, ended, events, crons, adopted, _lease: lease });
         let weak = Arc::downgrade(&cluster);
         tokio::spawn(async move {
             let mut round = 0u32;
@@ -164,7 +177,7 @@ impl Cluster {
         let claimed: i64 = client
             .query_one(
                 "WITH claimed AS (
-                     UPDATE gw_runs r SET status = 'running', updated_at = $2
+                     UPDATE gw_runs r SET status = 'running', updated_at = $2, started_at = COALESCE(r.started_at, $2)
                      WHERE r.run_id = $1 AND r.status = 'pending' AND r.cancel IS NULL AND NOT EXISTS (
                          SELECT 1 FROM gw_runs o WHERE o.thread_id = r.thread_id
                              AND o.status IN ('pending', 'running') AND o.seq < r.seq)
@@ -305,6 +318,23 @@ impl Cluster {
         Ok(())
     }
 
+    /// The events `run` published so far (a run taken over from a process that is gone), for
+    /// its new executor to continue under the next ids.
+    pub(crate) async fn published(&self, run: &str) -> Result<Vec<(String, String)>, ApiError> {
+        let client = self.meta.client().await?;
+        let rows =
+            client.query("SELECT seq, name, data FROM gw_run_events WHERE run_id = $1 ORDER BY seq", &[&run]).await?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (seq, name, data): (i32, String, String) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            if usize::try_from(seq).ok() != Some(events.len()) {
+                return Err(ApiError::Storage(format!("run {run}'s events have a gap before {seq}")));
+            }
+            events.push((name, self.sealer.open_text(data, Row::run(run), format_args!("event {seq}"))?));
+        }
+        Ok(events)
+    }
+
     /// A local copy of the progress of a run another process executes (or executed), kept up
     /// to date until it ends; shared by every local follower.
     pub(crate) fn follow(self: &Arc<Self>, runs: &Arc<Runs>, thread: &str, run: &str, resumable: bool) -> Arc<Live> {
@@ -388,8 +418,46 @@ impl Cluster {
         Ok(outcome)
     }
 
-    /// Marks the open runs of processes that are gone as failed and frees their threads; with
-    /// `prune`, also drops the events of runs that ended long ago.
+    /// Ends a dead process's run that was started too often (`attempt` times) as failed, frees
+    /// its thread unless another run of it is open, and tells its followers.
+    async fn give_up(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+        id: &str,
+        thread: &str,
+        attempt: i32,
+    ) -> Result<(), ApiError> {
+        let given_up = Outcome::Failed {
+            error: "WorkerLostError".into(),
+            message: format!(
+                "the run was started {attempt} times and its server process stopped each time before it ended: \
+                 it is not started again"
+            ),
+        };
+        let now = time::now();
+        let encoded = encode(&given_up);
+        let outcome = self.sealer.seal_text(&encoded, Row::run(id), "outcome")?;
+        tx.execute(
+            "UPDATE gw_runs SET status = 'error', updated_at = $2, outcome = COALESCE(outcome, $3), ended_at_ms = $4
+             WHERE run_id = $1",
+            &[&id, &now, &outcome.as_ref(), &now_ms()],
+        )
+        .await?;
+        tx.execute(
+            "UPDATE gw_threads SET updated_at = $2, status = CASE WHEN EXISTS (
+                 SELECT 1 FROM gw_runs WHERE thread_id = $1 AND status IN ('pending', 'running'))
+                 THEN 'busy' ELSE 'error' END
+             WHERE thread_id = $1",
+            &[&thread, &now],
+        )
+        .await?;
+        tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&CHANNEL, &id]).await?;
+        Ok(())
+    }
+
+    /// Takes over the open runs of processes that are gone: each is this process's again, to
+    /// be executed here (a run already started [`MAX_ATTEMPTS`] times is marked failed instead,
+    /// and its thread freed); with `prune`, also drops the events of runs that ended long ago.
     async fn sweep(&self, prune: bool) -> Result<(), ApiError> {
         let mut client = self.meta.client().await?;
         let owners = client
@@ -402,39 +470,63 @@ impl Cluster {
             let owner: i32 = row.try_get(0)?;
             let tx = client.transaction().await?;
             // The owner's lock can be taken only if no live session holds it; taken for this
-            // transaction only, it also keeps two sweepers from failing the same runs.
+            // transaction only, it also keeps two sweepers from taking the same runs.
             let gone: bool =
                 tx.query_one("SELECT pg_try_advisory_xact_lock($1, $2)", &[&OWNER_LOCK, &owner]).await?.try_get(0)?;
             if !gone {
                 continue;
             }
-            let failed = Outcome::Failed {
-                error: "WorkerLostError".into(),
-                message: "the server process executing this run stopped before it ended".into(),
-            };
-            let now = time::now();
-            let rows = tx
+            let open = tx
                 .query(
-                    "UPDATE gw_runs SET status = 'error', updated_at = $2, outcome = COALESCE(outcome, $3), ended_at_ms = $4
-                     WHERE owner = $1 AND status IN ('pending', 'running') RETURNING run_id, thread_id",
-                    &[&owner, &now, &encode(&failed), &now_ms()],
+                    &format!(
+                        "SELECT {RUN_COLUMNS}, caller, attempt, started_at FROM gw_runs
+                         WHERE owner = $1 AND status IN ('pending', 'running') ORDER BY seq"
+                    ),
+                    &[&owner],
                 )
                 .await?;
-            for row in &rows {
-                let (run, thread): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+            let now = time::now();
+            let mut adopted = Vec::new();
+            let mut failed = 0;
+            for row in &open {
+                let run = run_json(row)?;
+                let (caller, attempt, started_at): (Option<String>, i32, Option<String>) =
+                    (row.try_get(9)?, row.try_get(10)?, row.try_get(11)?);
+                let id = run["run_id"].as_str().unwrap_or_default().to_owned();
+                let thread = run["thread_id"].as_str().unwrap_or_default().to_owned();
+                let started = run["status"] == "running";
+                let next = u32::try_from(attempt).unwrap_or(1) + u32::from(started);
+                if next > MAX_ATTEMPTS {
+                    self.give_up(&tx, &id, &thread, attempt).await?;
+                    failed += 1;
+                    continue;
+                }
                 tx.execute(
-                    "UPDATE gw_threads SET updated_at = $2, status = CASE WHEN EXISTS (
-                         SELECT 1 FROM gw_runs WHERE thread_id = $1 AND status IN ('pending', 'running'))
-                         THEN 'busy' ELSE 'error' END
-                     WHERE thread_id = $1",
-                    &[&thread, &now],
+                    "UPDATE gw_runs SET owner = $2, status = 'pending', attempt = $3, updated_at = $4 WHERE run_id = $1",
+                    &[&id, &self.meta.owner, &i32::try_from(next).unwrap_or(i32::MAX), &now],
                 )
                 .await?;
-                tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&CHANNEL, &run]).await?;
+                let run = open_run(&self.sealer, run)?;
+                let caller = caller.as_deref().map_or(serde_json::Value::Null, crate::meta::parse);
+                let caller = self.sealer.open(caller, Row::run(&id), "caller")?;
+                adopted.push(Unfinished { run, caller, started_at, attempt: next });
             }
             tx.commit().await?;
-            if !rows.is_empty() {
-                tracing::warn!(owner, runs = rows.len(), "runs of a server process that is gone were marked `error`");
+            if failed > 0 {
+                tracing::error!(
+                    owner,
+                    runs = failed,
+                    "runs a server process that is gone left unfinished were started too often: marked `error`"
+                );
+            }
+            if !adopted.is_empty() {
+                tracing::warn!(
+                    owner,
+                    runs = adopted.len(),
+                    "runs of a server process that is gone are taken over by this one"
+                );
+                // Nobody to execute them only when this process is going away itself.
+                let _ = self.adopted.send(adopted);
             }
         }
         if prune {

@@ -69,8 +69,9 @@
 //! Threads, runs and the store live in one SQLite file for one process
 //! ([`Server::sqlite`]), or with the `postgres` feature in a PostgreSQL database that several
 //! server processes share (`Server::postgres`): a run accepted by one can be joined, streamed and
-//! cancelled through another, and the runs of a process that dies are marked `error` by the
-//! others.
+//! cancelled through another, and the runs of a process that dies are taken over by another,
+//! going on from their checkpoints. A server restarted on its SQLite file takes up the runs it
+//! had accepted the same way.
 //!
 //! Crons (`client.crons` in LangGraph's clients) make runs on a schedule, stateless or on a
 //! thread; each server process runs a scheduler, and with PostgreSQL each firing is made by

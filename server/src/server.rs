@@ -163,8 +163,9 @@ impl Server {
     /// (`postgres://user@host:port/db`, without TLS), shared by every server process given
     /// the same URL: a run accepted by one process can be joined, streamed and cancelled
     /// through any other, runs on a thread execute one at a time whichever process accepted
-    /// them, and the runs of a process that dies are marked `error` by the others within
-    /// about a second, so their threads do not stay busy.
+    /// them, and the runs of a process that dies are taken over by another within about a
+    /// second (a run in flight goes on from its checkpoints; one whose process died three
+    /// times is marked `error`).
     #[cfg(feature = "postgres")]
     pub fn postgres(mut self, url: impl Into<String>) -> Self {
         self.database = Database::Postgres(url.into());
@@ -314,7 +315,9 @@ impl Server {
         }
         let (cors, guard) = self.cors.build()?;
         let runs = Arc::new(Runs::default());
-        let storage = self.open(&runs).await?;
+        // Runs this process takes over from processes that are gone (PostgreSQL), to execute.
+        let (adopted, mut taken_over) = tokio::sync::mpsc::unbounded_channel();
+        let storage = self.open(&runs, adopted).await?;
         let mut graphs = BTreeMap::new();
         let scratch_saver: Arc<dyn Checkpointer> = Arc::new(MemorySaver::new());
         let mut scratch = BTreeMap::new();
@@ -345,6 +348,13 @@ impl Server {
         });
         crate::crons::start(&app);
         crate::runs::resume(&app, unfinished).await;
+        let weak = Arc::downgrade(&app);
+        tokio::spawn(async move {
+            while let Some(runs) = taken_over.recv().await {
+                let Some(app) = weak.upgrade() else { return };
+                crate::runs::resume(&app, runs).await;
+            }
+        });
         let mut router = crate::api::router(app);
         if let Some(authenticator) = self.auth {
             // Inside the origin guard: a page that may not call the server is refused before
@@ -361,7 +371,11 @@ impl Server {
     }
 
     #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async, unused_variables))] // PostgreSQL only
-    async fn open(&self, runs: &Arc<Runs>) -> Result<Storage, ServerError> {
+    async fn open(
+        &self,
+        runs: &Arc<Runs>,
+        adopted: tokio::sync::mpsc::UnboundedSender<Vec<crate::meta::Unfinished>>,
+    ) -> Result<Storage, ServerError> {
         let fail = |reason: String| self.database.failed(reason);
         let sealer = Sealer::new(self.encryption.clone());
         match &self.database {
@@ -399,7 +413,7 @@ impl Server {
                 )
                 .await
                 .map_err(|e| fail(e.to_string()))?;
-                let cluster = crate::cluster::Cluster::start(url, pool, Arc::clone(runs), sealer.clone())
+                let cluster = crate::cluster::Cluster::start(url, pool, Arc::clone(runs), sealer.clone(), adopted)
                     .await
                     .map_err(|e| fail(e.to_string()))?;
                 Ok(Storage {

@@ -35,6 +35,10 @@ CREATE TABLE IF NOT EXISTS gw_runs (
     owner integer NOT NULL, cancel text, outcome text, ended_at_ms bigint);
 CREATE INDEX IF NOT EXISTS gw_runs_thread ON gw_runs (thread_id, seq);
 CREATE INDEX IF NOT EXISTS gw_runs_open ON gw_runs (owner) WHERE status IN ('pending', 'running');
+-- Added after the table's first release: databases made before get them here.
+ALTER TABLE gw_runs ADD COLUMN IF NOT EXISTS attempt integer NOT NULL DEFAULT 1;
+ALTER TABLE gw_runs ADD COLUMN IF NOT EXISTS caller text;
+ALTER TABLE gw_runs ADD COLUMN IF NOT EXISTS started_at text;
 CREATE TABLE IF NOT EXISTS gw_run_events (
     run_id text NOT NULL REFERENCES gw_runs (run_id) ON DELETE CASCADE,
     seq integer NOT NULL, name text NOT NULL, data text NOT NULL,
@@ -280,7 +284,8 @@ impl PgMeta {
             .query_one(
                 &format!(
                     "INSERT INTO gw_runs (run_id, thread_id, assistant_id, created_at, updated_at, status, metadata,
-                     kwargs, multitask_strategy, owner) VALUES ($1, $2, $3, $4, $4, 'pending', $5, $6, $7, $8)
+                     kwargs, multitask_strategy, owner, caller)
+                     VALUES ($1, $2, $3, $4, $4, 'pending', $5, $6, $7, $8, $9)
                      RETURNING {RUN_COLUMNS}"
                 ),
                 &[
@@ -292,6 +297,7 @@ impl PgMeta {
                     &text(&row.kwargs),
                     &multitask.as_str(),
                     &self.owner,
+                    &text(&row.caller),
                 ],
             )
             .await?;

@@ -221,12 +221,12 @@ impl Prepared {
     }
 
     /// The run accepted and the job that executes it: recorded now, or, for a run an earlier
-    /// process recorded (`resumed`: its record and the attempt about to be made), as it is.
+    /// process recorded ([`Resumed`]), as it is.
     async fn launch(
         self,
         app: &Arc<App>,
         attached: Attached,
-        resumed: Option<(Value, u32)>,
+        resumed: Option<Resumed>,
     ) -> Result<(Accepted, exec::Job), ApiError> {
         let Self { graph, spec, row, creates, multitask, resumable, temporary } = self;
         let (run_id, thread_id, graph_id) = (row.run_id.clone(), row.thread_id.clone(), row.graph_id.clone());
@@ -238,9 +238,11 @@ impl Prepared {
         };
         let scratch = temporary && attached == Attached::Client && resumed.is_none();
         let scratch_metadata = scratch.then(|| Value::Object(row.thread_metadata.clone()));
-        let attempt = resumed.as_ref().map_or(1, |(_, attempt)| *attempt);
-        let (run, graph, saver) = if let Some((run, _)) = resumed {
-            (run, graph, Arc::clone(&app.saver))
+        let attempt = resumed.as_ref().map_or(1, |r| r.attempt);
+        let mut published = Vec::new();
+        let (run, graph, saver) = if let Some(resumed) = resumed {
+            published = resumed.published;
+            (resumed.run, graph, Arc::clone(&app.saver))
         } else if scratch {
             let graph = Arc::clone(app.scratch.graphs.get(&graph_id).unwrap_or(&graph));
             (Value::Null, graph, Arc::clone(&app.scratch.saver))
@@ -253,6 +255,10 @@ impl Prepared {
             (run, graph, Arc::clone(&app.saver))
         };
         let live = Live::new(run_id.clone(), thread_id, resumable);
+        // A run taken over goes on under the next event ids, after what its followers saw.
+        for (name, data) in published {
+            live.push_encoded(name, data);
+        }
         if let Some(metadata) = scratch_metadata {
             live.keep_thread_metadata(metadata);
         }
@@ -274,6 +280,16 @@ impl Prepared {
         };
         Ok((Accepted { run, live }, job))
     }
+}
+
+/// A run an earlier process recorded and did not finish, as it is taken up again.
+struct Resumed {
+    /// Its record.
+    run: Value,
+    /// The attempt about to be made.
+    attempt: u32,
+    /// The events it published for followers in other processes (PostgreSQL), as name and data.
+    published: Vec<(String, String)>,
 }
 
 /// Takes up again the runs an earlier process of this server accepted and did not finish
@@ -346,7 +362,15 @@ async fn taken_up(app: &Arc<App>, unfinished: crate::meta::Unfinished) -> Result
     prepared.spec.run_id = id;
     prepared.temporary = kwargs["on_completion"] == "delete";
     app.metrics.run_resumed(&prepared.row.graph_id);
-    let (_, job) = prepared.launch(app, Attached::Background, Some((run, attempt))).await?;
+    #[cfg(feature = "postgres")]
+    let published = match &app.cluster {
+        Some(cluster) => cluster.published(&prepared.row.run_id).await?,
+        None => Vec::new(),
+    };
+    #[cfg(not(feature = "postgres"))]
+    let published = Vec::new();
+    let resumed = Resumed { run, attempt, published };
+    let (_, job) = prepared.launch(app, Attached::Background, Some(resumed)).await?;
     Ok(job)
 }
 
