@@ -251,16 +251,24 @@ async fn a_run_taken_up_again_runs_as_its_caller() {
 #[path = "support/postgres.rs"]
 mod postgres_server;
 
+/// A place whose records are in a schema of their own on the test's PostgreSQL server (dropped
+/// with the schema handle).
+#[cfg(feature = "postgres")]
+fn postgres_place() -> (postgres_server::TestSchema, Place) {
+    let schema = postgres_server::TestSchema::new("server_durable");
+    let mut place = place();
+    let (_, ledger) = place.value.split_once('|').unwrap();
+    place.value = format!("postgres:{}|{ledger}", schema.url());
+    (schema, place)
+}
+
 /// Two server processes on one PostgreSQL database: when the one executing a run dies, the other
 /// takes it over, with the run queued behind it, and a client joined through the survivor gets
 /// the run's result.
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_surviving_process_takes_over_the_runs_of_one_that_died() {
-    let schema = postgres_server::TestSchema::new("server_durable");
-    let mut place = place();
-    let (_, ledger) = place.value.split_once('|').unwrap();
-    place.value = format!("postgres:{}|{ledger}", schema.url());
+    let (_schema, place) = postgres_place();
     let (killed, url_a) = start(&place);
     let (_survivor, url_b) = start(&place);
     let thread = thread(&url_a).await;
@@ -287,9 +295,6 @@ async fn a_surviving_process_takes_over_the_runs_of_one_that_died() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_a_run_that_kills_every_process_is_given_up_after_three_attempts() {
-    let schema = postgres_server::TestSchema::new("server_durable");
-    let mut place = place();
-    let (_, ledger) = place.value.split_once('|').unwrap();
-    place.value = format!("postgres:{}|{ledger}", schema.url());
+    let (_schema, place) = postgres_place();
     given_up_after_three_attempts(&place).await;
 }
