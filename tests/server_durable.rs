@@ -4,7 +4,8 @@
 //! finished before the kill does not run again (an fsynced ledger of node executions says so),
 //! and `/metrics` counts the runs taken up. A run whose node kills its process every time is
 //! given up after three attempts (`error`), and its thread takes new runs. With authentication,
-//! owner isolation and encryption, a run taken up again runs as its caller.
+//! owner isolation and encryption, a run taken up again runs as its caller. Asked to stop
+//! (SIGTERM), a server lets its run in flight finish and leaves the rest to the next process.
 
 use graphwright::encryption::Keys;
 use graphwright::prelude::*;
@@ -226,6 +227,28 @@ async fn given_up_after_three_attempts(place: &Place) {
     let fine = run(&url, &thread, "fine").await;
     assert_eq!(ended(&url, &thread, &fine).await, "success");
     assert_eq!(lines(place), ["first crash", "first fine", "second fine"]);
+}
+
+/// Asked to stop (SIGTERM), a server lets the run in flight finish, leaves the run queued behind
+/// it recorded instead of starting it, and exits; the next process runs it. No run fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_run_in_flight_finish_and_hands_back_the_rest() {
+    let place = place();
+    let (mut stopped, url) = start(&place);
+    let thread = thread(&url).await;
+    let (a, b) = (run(&url, &thread, "a").await, run(&url, &thread, "b").await);
+    noted(&place, "first a").await;
+    let sent = std::process::Command::new("kill").args(["-TERM", &stopped.id().to_string()]).status().unwrap();
+    assert!(sent.success(), "kill -TERM failed");
+    assert!(stopped.ended_within(Duration::from_secs(20)), "the process did not stop once its run finished");
+    assert_eq!(lines(&place), ["first a", "second a"], "run a finished and run b did not start");
+
+    let (_process, url) = start(&place);
+    assert_eq!(ended(&url, &thread, &a).await, "success");
+    assert_eq!(ended(&url, &thread, &b).await, "success");
+    assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
+    let metrics = get(&format!("{url}/metrics?format=json")).await;
+    assert_eq!(metrics["runs"]["ledger"]["resumed"], 1, "{metrics}");
 }
 
 /// On a server with authentication, owner isolation and encryption, a run taken up again runs as

@@ -48,9 +48,23 @@ pub(crate) struct App {
     pub(crate) authenticated: bool,
     /// Who may see and do what (`None`: every caller everything).
     pub(crate) policy: Option<Arc<crate::authz::Policy>>,
+    /// Set when the process is shutting down: no run starts any more.
+    pub(crate) draining: tokio::sync::watch::Sender<bool>,
 }
 
 impl App {
+    /// Whether the process is shutting down.
+    pub(crate) fn is_draining(&self) -> bool {
+        *self.draining.borrow()
+    }
+
+    /// Resolves once the process is shutting down.
+    pub(crate) async fn drained(&self) {
+        let mut rx = self.draining.subscribe();
+        // The sender lives in `self`: `wait_for` fails only if it is dropped, never here.
+        let _ = rx.wait_for(|draining| *draining).await;
+    }
+
     /// The graph named `graph_id`.
     pub(crate) fn graph(&self, graph_id: &str) -> Result<&Arc<dyn Served>, ApiError> {
         self.graphs.get(graph_id).ok_or_else(|| {

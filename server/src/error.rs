@@ -37,6 +37,9 @@ pub enum ApiError {
     /// A graph operation failed (500).
     #[error("{0}")]
     Graph(String),
+    /// The server process is shutting down and takes no new runs (503).
+    #[error("{0}")]
+    Unavailable(String),
     /// The caller has as many runs in flight as the server accepts per user (429, with
     /// `Retry-After`).
     #[error("{reason}")]
@@ -59,6 +62,7 @@ impl ApiError {
             Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Storage(_) | Self::Graph(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
@@ -76,6 +80,7 @@ impl ApiError {
             Self::TooLarge(m) => Self::TooLarge(prefix(m)),
             Self::Storage(m) => Self::Storage(prefix(m)),
             Self::Graph(m) => Self::Graph(prefix(m)),
+            Self::Unavailable(m) => Self::Unavailable(prefix(m)),
             Self::TooMany { reason, retry_after_secs } => Self::TooMany { reason: prefix(reason), retry_after_secs },
         }
     }

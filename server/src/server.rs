@@ -23,6 +23,10 @@ use std::sync::Arc;
 /// The largest request body accepted unless [`Server::body_limit`] says otherwise.
 pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
 
+/// How long a server asked to stop lets its runs in flight finish, unless
+/// [`Server::drain_grace`] says otherwise.
+pub const DEFAULT_DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Where the server keeps threads, runs, assistants and the store.
 #[derive(Clone, Debug)]
 enum Database {
@@ -88,6 +92,8 @@ pub struct Server {
     auth: Option<Arc<dyn Authenticator>>,
     /// Who may see and do what.
     policy: Option<Arc<Policy>>,
+    /// How long a terminated server lets its runs in flight finish.
+    drain_grace: std::time::Duration,
     /// Whether binding an address other machines reach without `auth` was asked for.
     open: bool,
 }
@@ -109,6 +115,7 @@ impl std::fmt::Debug for Server {
             .field("encryption", &self.encryption.as_ref().map(Keys::id))
             .field("auth", &self.auth.is_some())
             .field("policy", &self.policy)
+            .field("drain_grace", &self.drain_grace)
             .field("allow_unauthenticated", &self.open)
             .finish()
     }
@@ -126,6 +133,7 @@ impl Server {
             encryption: None,
             auth: None,
             policy: None,
+            drain_grace: DEFAULT_DRAIN_GRACE,
             open: false,
         }
     }
@@ -288,6 +296,15 @@ impl Server {
         self
     }
 
+    /// How long [`Bound::run`] lets the runs in flight finish once the process is asked to stop
+    /// (SIGTERM, or Ctrl-C): [`DEFAULT_DRAIN_GRACE`] unless set. Runs still in flight after it,
+    /// and runs that had not started, are left as recorded: the next server process on the
+    /// database (another one now, on PostgreSQL) takes them up, none is marked failed.
+    pub fn drain_grace(mut self, grace: std::time::Duration) -> Self {
+        self.drain_grace = grace;
+        self
+    }
+
     /// Lets [`bind`](Self::bind) and [`serve`](Self::serve) listen on an address other machines
     /// reach (`0.0.0.0`, a LAN address) without [`auth`](Self::auth): anyone who reaches the
     /// port can then read every thread and start runs. Without it such a server refuses to
@@ -307,6 +324,11 @@ impl Server {
     /// The router authenticates with [`auth`](Self::auth) when given one; where it listens is
     /// up to the caller, who takes on the check [`bind`](Self::bind) makes.
     pub async fn into_router(self) -> Result<axum::Router, ServerError> {
+        Ok(self.build().await?.0)
+    }
+
+    /// The router, and the state it serves.
+    async fn build(self) -> Result<(axum::Router, Arc<App>), ServerError> {
         if self.auth.is_some() && self.cors.is_any() {
             return Err(ServerError::AnyOriginWithAuth);
         }
@@ -345,6 +367,7 @@ impl Server {
             crons: crate::crons::Alarm::default(),
             authenticated: self.auth.is_some(),
             policy: self.policy,
+            draining: tokio::sync::watch::Sender::new(false),
         });
         crate::crons::start(&app);
         crate::runs::resume(&app, unfinished).await;
@@ -355,7 +378,7 @@ impl Server {
                 crate::runs::resume(&app, runs).await;
             }
         });
-        let mut router = crate::api::router(app);
+        let mut router = crate::api::router(Arc::clone(&app));
         if let Some(authenticator) = self.auth {
             // Inside the origin guard: a page that may not call the server is refused before
             // its credentials are looked at.
@@ -367,7 +390,7 @@ impl Server {
             .layer(axum::middleware::from_fn(move |request, next| guard.clone().check(request, next)))
             // Outermost: preflights are answered before the guard, which sees no `OPTIONS`.
             .layer(cors);
-        Ok(router)
+        Ok((router, app))
     }
 
     #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async, unused_variables))] // PostgreSQL only
@@ -447,12 +470,14 @@ impl Server {
                  can read every thread and start runs (Server::allow_unauthenticated)"
             );
         }
-        let router = self.into_router().await?;
+        let grace = self.drain_grace;
+        let (router, app) = self.build().await?;
         let listener = tokio::net::TcpListener::bind(&addrs[..]).await.map_err(io)?;
-        Ok(Bound { listener, router })
+        Ok(Bound { listener, router, app, grace })
     }
 
-    /// Binds `addr` and serves until the process ends.
+    /// Binds `addr` and serves until the process is asked to stop, then drains (see
+    /// [`Bound::run`]).
     pub async fn serve(self, addr: impl tokio::net::ToSocketAddrs + std::fmt::Display) -> Result<(), ServerError> {
         self.bind(addr).await?.run().await
     }
@@ -490,10 +515,17 @@ impl Database {
 }
 
 /// A server bound to its socket, not yet serving.
-#[derive(Debug)]
 pub struct Bound {
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    app: Arc<App>,
+    grace: std::time::Duration,
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bound").field("listener", &self.listener).field("grace", &self.grace).finish_non_exhaustive()
+    }
 }
 
 impl Bound {
@@ -502,7 +534,11 @@ impl Bound {
         self.listener.local_addr().map_err(|source| ServerError::Io { addr: "the bound socket".into(), source })
     }
 
-    /// Serves until the process ends.
+    /// Serves until the process is asked to stop (SIGTERM, or Ctrl-C), then drains: takes no
+    /// new connections or runs (a run request is answered 503), lets the runs in flight finish
+    /// within the server's [`drain_grace`](Server::drain_grace), and returns, leaving the runs
+    /// that had not started, and any still in flight, recorded for the next server process on
+    /// the database to take up.
     pub async fn run(self) -> Result<(), ServerError> {
         use axum::serve::ListenerExt;
         let addr = self.local_addr()?.to_string();
@@ -513,6 +549,58 @@ impl Bound {
                 tracing::warn!(%error, "could not turn Nagle's algorithm off for a connection");
             }
         });
-        axum::serve(listener, self.router).await.map_err(|source| ServerError::Io { addr, source })
+        let app = self.app;
+        let stop = app.draining.clone();
+        let serving = axum::serve(listener, self.router).with_graceful_shutdown(async move {
+            terminated().await;
+            stop.send_replace(true);
+        });
+        let serving = std::future::IntoFuture::into_future(serving);
+        tokio::pin!(serving);
+        // Serving ends by itself once the signal came and every connection closed; it may end
+        // first, before the runs in flight do.
+        let ended = tokio::select! {
+            result = &mut serving => Some(result),
+            () = app.drained() => None,
+        };
+        if let Some(result) = ended {
+            result.map_err(|source| ServerError::Io { addr, source })?;
+        }
+        let in_flight = app.runs.in_flight_here();
+        tracing::info!(runs = in_flight, grace = ?self.grace, "stopping: no new runs; letting the runs in flight finish");
+        let finished = async {
+            while app.runs.in_flight_here() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        };
+        if tokio::time::timeout(self.grace, finished).await.is_err() {
+            tracing::warn!(
+                runs = app.runs.in_flight_here(),
+                "runs still in flight when the grace period ended are left for the next server process to take up"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Resolves when the process is asked to stop: SIGTERM (on Unix) or Ctrl-C.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                return;
+            }
+            Err(error) => tracing::warn!(%error, "cannot listen for SIGTERM: only Ctrl-C stops the server gracefully"),
+        }
+    }
+    if tokio::signal::ctrl_c().await.is_err() {
+        // No signal can be listened for: the server runs until the process is killed.
+        std::future::pending::<()>().await;
     }
 }

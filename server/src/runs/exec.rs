@@ -51,6 +51,12 @@ impl Job {
             biased;
             // Cancelled before it started: there is nothing of it to undo.
             how = self.live.cancelled() => (ended_before_start(how), None),
+            // The process is shutting down before the run's turn came: it is left as it is
+            // recorded, for the next process (or another one) to take up.
+            () = self.app.drained(), if self.recorded => {
+                self.app.runs.forget(&self.live.run_id);
+                return;
+            }
             turn = self.turn() => match turn {
                 Ok(guard) => {
                     let started = Instant::now();

@@ -72,6 +72,12 @@ impl Runs {
         }
     }
 
+    /// How many runs this process executes that have not ended.
+    pub(crate) fn in_flight_here(&self) -> usize {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        live.values().filter(|run| !run.remote && run.outcome().is_none()).count()
+    }
+
     fn lock_for(&self, thread: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
         // Locks nobody holds or waits for are dropped, so the map stays as small as the set of
@@ -230,6 +236,13 @@ impl Prepared {
     ) -> Result<(Accepted, exec::Job), ApiError> {
         let Self { graph, spec, row, creates, multitask, resumable, temporary } = self;
         let (run_id, thread_id, graph_id) = (row.run_id.clone(), row.thread_id.clone(), row.graph_id.clone());
+        if resumed.is_none() && app.is_draining() {
+            return Err(ApiError::Unavailable(
+                "this server process is shutting down and takes no new runs: send the run again (to another \
+                 process, or to this one once it is restarted)"
+                    .into(),
+            ));
+        }
         // Before anything is recorded: a run refused for its user's cap leaves no trace. (A run
         // taken up again was accepted already: it is not refused now.)
         let slot = match (&spec.user, app.max_runs_per_user) {
