@@ -116,8 +116,8 @@ async def a_run_on_b_interrupts_a_run_on_a():
     await until(lambda: status_is(A, thread, first, "running"), "the first run starting")
     second = await B.runs.create(thread["thread_id"], "slow", input=slow(1, 10), multitask_strategy="interrupt")
     await B.runs.join(thread["thread_id"], second["run_id"])
-    assert await status_on(B, thread["thread_id"], first["run_id"]) == "interrupted"
-    assert await status_on(B, thread["thread_id"], second["run_id"]) == "success"
+    statuses = [await status_on(B, thread["thread_id"], run["run_id"]) for run in (first, second)]
+    assert statuses == ["interrupted", "success"], statuses
 
 
 async def take(stream, enough):
@@ -170,8 +170,10 @@ async def a_thread_stream_on_b_follows_runs_made_through_a():
 async def killing_a_mid_run_hands_its_runs_to_b():
     thread = await A.threads.create()
     tid = thread["thread_id"]
-    running = await A.runs.create(tid, "slow", input=slow(40, 50))
+    running = await A.runs.create(tid, "slow", input=slow(40, 50), stream_mode="values", stream_resumable=True)
     await until(lambda: status_is(B, thread, running, "running"), "the run starting")
+    # A client follows the run through B across A's death.
+    followed = asyncio.create_task(read_all(B.runs.join_stream(tid, running["run_id"], last_event_id="-1")))
     await until(lambda: done_at_least(thread, 2), "two steps checkpointed")
     queued_on_b = await B.runs.create(tid, "slow", input=slow(3, 10), multitask_strategy="enqueue")
     queued_on_a = await A.runs.create(tid, "slow", input=slow(3, 10), multitask_strategy="enqueue")
@@ -180,6 +182,16 @@ async def killing_a_mid_run_hands_its_runs_to_b():
     # counted once: `done` ends at exactly 40), then the queued runs in their order.
     joined = await B.runs.join(tid, running["run_id"])
     assert "__error__" not in joined and joined["done"] == 40, joined
+    # The follower read the run to its end under ids without a gap, no error, and the hand-over
+    # as the second attempt. (The step that was in flight runs again: its states show twice.)
+    seen = await asyncio.wait_for(followed, 30)
+    assert not [p for p in seen if p.event == "error"], seen
+    ids = [int(p.id) for p in seen]
+    assert ids == list(range(len(ids))), ids
+    counts = [p.data["done"] for p in seen if p.event == "values"]
+    assert counts[-1] == 40, counts
+    attempts = [p.data.get("attempt") for p in seen if p.event == "metadata"]
+    assert attempts == [1, 2], attempts
     assert await status_on(B, tid, running["run_id"]) == "success"
     result = await B.runs.join(tid, queued_on_b["run_id"])
     assert result == {"steps": 3, "pause_ms": 10, "done": 41}, result
@@ -190,6 +202,11 @@ async def killing_a_mid_run_hands_its_runs_to_b():
     # The thread takes new runs.
     again = await B.runs.wait(tid, "slow", input=slow(1, 10))
     assert "__error__" not in again, again
+
+
+async def read_all(stream):
+    """Every part of a stream, to its end."""
+    return [part async for part in stream]
 
 
 async def done_at_least(thread, n):
