@@ -41,7 +41,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 
 /// The channel of this module's notifications.
-const CHANNEL: &str = "gw_runs";
+pub(crate) const CHANNEL: &str = "gw_runs";
 /// How often each process looks for orphaned runs.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// How often waiting claims and followers look again when no notification came (one may be

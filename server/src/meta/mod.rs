@@ -424,7 +424,16 @@ impl Meta {
         match &self.db {
             Db::Sqlite(db) => db.give_up(thread, run).await,
             #[cfg(feature = "postgres")]
-            Db::Postgres(_) => Ok(()),
+            Db::Postgres(db) => {
+                // Followers in other processes wait for an outcome: it says why the run ended.
+                let outcome = crate::served::Outcome::Failed {
+                    error: "WorkerLostError".into(),
+                    message: "the run could not be taken up again after its server process stopped".into(),
+                };
+                let outcome = serde_json::to_string(&outcome).unwrap_or_else(|_| "null".to_owned());
+                let outcome = self.sealer.seal_text(&outcome, Row::run(run), "outcome")?;
+                db.give_up(thread, run, &outcome).await
+            }
         }
     }
 

@@ -417,6 +417,36 @@ impl PgMeta {
         Ok(())
     }
 
+    /// Marks a run this process took over and cannot execute `error`, with `outcome` (sealed)
+    /// for its followers, frees its thread unless another run of it is open, and tells every
+    /// process it ended.
+    pub(crate) async fn give_up(&self, thread: &str, run: &str, outcome: &str) -> Result<(), ApiError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let now = time::now();
+        let ended_ms = i64::try_from(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis()),
+        )
+        .unwrap_or(i64::MAX);
+        tx.execute(
+            "UPDATE gw_runs SET status = 'error', updated_at = $2, outcome = COALESCE(outcome, $3),
+                 ended_at_ms = $4 WHERE run_id = $1",
+            &[&run, &now, &outcome, &ended_ms],
+        )
+        .await?;
+        tx.execute(
+            "UPDATE gw_threads SET updated_at = $2, status = CASE WHEN EXISTS (
+                 SELECT 1 FROM gw_runs WHERE thread_id = $1 AND status IN ('pending', 'running'))
+                 THEN 'busy' ELSE 'error' END
+             WHERE thread_id = $1",
+            &[&thread, &now],
+        )
+        .await?;
+        tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&crate::cluster::CHANNEL, &run]).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Adds the default assistants. Runs of processes that are gone are left to the
     /// orphan sweep, which every process runs (other processes' runs may be live).
     pub(crate) async fn prepare(&self, assistants: Vec<AssistantRow>) -> Result<(), ApiError> {
