@@ -67,7 +67,8 @@ fn die() -> ! {
 fn ledger(node: &str) {
     let path = std::env::var("GRAPHWRIGHT_CRASH_LEDGER").expect("the child knows its ledger");
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("ledger opens");
-    writeln!(file, "{node}").expect("ledger writes");
+    // One write: a process killed while it notes leaves no half line.
+    file.write_all(format!("{node}\n").as_bytes()).expect("ledger writes");
     file.sync_all().expect("ledger syncs");
 }
 

@@ -146,6 +146,36 @@ async fn a_claim_of_a_saver_that_went_away_is_taken_over() {
     assert!(taken.fence() > held.fence());
 }
 
+/// The threads of a saver that went away, claimed at the same moment by savers of the processes
+/// that take them over: each claim is granted (none sees another's look at the same owner as the
+/// owner being alive).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threads_of_a_saver_that_went_away_are_taken_over_at_once() {
+    let schema = Schema::new();
+    let first = schema.saver().await;
+    let threads: Vec<String> = (0..12).map(|n| format!("t{n}")).collect();
+    for thread in &threads {
+        first.claim(thread).await.unwrap();
+    }
+    first.claim("probe").await.unwrap();
+    drop(first);
+    let takers = [schema.saver().await, schema.saver().await, schema.saver().await];
+    // Once the owner is seen gone (its connection's end takes a moment to reach the server)...
+    let mut gone = false;
+    for _ in 0..100 {
+        if takers[0].claim("probe").await.is_ok() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(gone, "the saver that went away is never seen gone");
+    // ...every other thread is claimed at once, by the three takers in turn.
+    let claims = futures::future::join_all(threads.iter().enumerate().map(|(n, t)| takers[n % 3].claim(t))).await;
+    let refused: Vec<_> = claims.iter().filter(|c| c.is_err()).collect();
+    assert!(refused.is_empty(), "claims of a gone owner's threads refused: {refused:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrations_run_once_when_savers_start_at_once() {
     let schema = Schema::new();

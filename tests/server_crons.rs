@@ -107,13 +107,7 @@ const SERVE_ON: &str = "GRAPHWRIGHT_TEST_SERVE_CRONS";
 #[ignore = "a server process that the tests of this file start"]
 async fn server_process() {
     let database = prepared(SERVE_ON, "a database (it is set by the test that starts this process)");
-    let server = match database.strip_prefix("postgres:") {
-        #[cfg(feature = "postgres")]
-        Some(url) => with_graphs(Server::new()).postgres(url),
-        #[cfg(not(feature = "postgres"))]
-        Some(_) => panic!("a PostgreSQL server process needs the `postgres` feature"),
-        None => with_graphs(Server::new()).sqlite(database),
-    };
+    let server = server_process::on_database(with_graphs(Server::new()), &database);
     let bound = server.bind("127.0.0.1:0").await.unwrap();
     println!("listening on {}", bound.local_addr().unwrap());
     bound.run().await.unwrap();

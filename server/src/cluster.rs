@@ -19,13 +19,13 @@
 //!   over: each becomes the sweeper's, `pending`, and is executed there as a restarted SQLite
 //!   server executes the runs it finds (`runs::resume`: a run in flight goes on from its
 //!   checkpoints), its events going on under the next ids, so followers anywhere keep
-//!   following it. A run whose process died [`MAX_ATTEMPTS`] times is marked `error` instead,
-//!   and its thread freed.
+//!   following it. A run started `Server::max_attempts` times, its process dying each time,
+//!   is marked `error` instead, and its thread freed.
 
 use crate::error::ApiError;
 use crate::meta::RUN_COLUMNS;
 use crate::meta::postgres::{OWNER_LOCK, PgMeta, pg};
-use crate::meta::{MAX_ATTEMPTS, Unfinished, run_json};
+use crate::meta::{Unfinished, run_json};
 use crate::runs::live::Frame;
 use crate::runs::{Cancel, Live, Runs};
 use crate::sealed::open_run;
@@ -75,6 +75,8 @@ pub(crate) struct Cluster {
     crons: watch::Sender<u64>,
     /// Where the runs this process takes over from processes that are gone go, to be executed.
     adopted: mpsc::UnboundedSender<Vec<Unfinished>>,
+    /// How many times a run may be started (`Server::max_attempts`).
+    max_attempts: u32,
     /// The connection holding this process's liveness lock and listening for notifications.
     _lease: tokio_postgres::Client,
 }
@@ -113,6 +115,7 @@ impl Cluster {
         runs: Arc<Runs>,
         sealer: Sealer,
         adopted: mpsc::UnboundedSender<Vec<Unfinished>>,
+        max_attempts: u32,
     ) -> Result<Arc<Self>, ApiError> {
         let (lease, mut connection) = tokio_postgres::connect(url, NoTls).await?;
         let ended = watch::Sender::new(0);
@@ -141,7 +144,7 @@ impl Cluster {
         let owner = take_owner_id(&lease).await?;
         lease.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
         let meta = PgMeta::open(pool, owner).await?;
-        let cluster = Arc::new(Self { meta, sealer, ended, events, crons, adopted, _lease: lease });
+        let cluster = Arc::new(Self { meta, sealer, ended, events, crons, adopted, max_attempts, _lease: lease });
         let weak = Arc::downgrade(&cluster);
         tokio::spawn(async move {
             let mut round = 0u32;
@@ -456,7 +459,7 @@ impl Cluster {
     }
 
     /// Takes over the open runs of processes that are gone: each is this process's again, to
-    /// be executed here (a run already started [`MAX_ATTEMPTS`] times is marked failed instead,
+    /// be executed here (a run already started `max_attempts` times is marked failed instead,
     /// and its thread freed); with `prune`, also drops the events of runs that ended long ago.
     async fn sweep(&self, prune: bool) -> Result<(), ApiError> {
         let mut client = self.meta.client().await?;
@@ -496,7 +499,7 @@ impl Cluster {
                 let thread = run["thread_id"].as_str().unwrap_or_default().to_owned();
                 let started = run["status"] == "running";
                 let next = u32::try_from(attempt).unwrap_or(1) + u32::from(started);
-                if next > MAX_ATTEMPTS {
+                if next > self.max_attempts {
                     self.give_up(&tx, &id, &thread, attempt).await?;
                     failed += 1;
                     continue;

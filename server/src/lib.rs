@@ -107,4 +107,4 @@ pub use auth::{ApiKeys, AuthRequest, Authenticator, Jwt, JwtError, Refusal};
 pub use cors::{Cors, CorsError};
 pub use error::{ApiError, ServerError};
 pub use graphwright::AuthUser;
-pub use server::{Bound, DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_GRACE, Server};
+pub use server::{Bound, DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_GRACE, DEFAULT_MAX_ATTEMPTS, Server};

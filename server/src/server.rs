@@ -27,6 +27,10 @@ pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
 /// [`Server::drain_grace`] says otherwise.
 pub const DEFAULT_DRAIN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How many times a run is started before it is given up on, its server process having
+/// stopped every time before it ended, unless [`Server::max_attempts`] says otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
 /// Where the server keeps threads, runs, assistants and the store.
 #[derive(Clone, Debug)]
 enum Database {
@@ -94,6 +98,8 @@ pub struct Server {
     policy: Option<Arc<Policy>>,
     /// How long a terminated server lets its runs in flight finish.
     drain_grace: std::time::Duration,
+    /// How many times a run is started before it is given up on.
+    max_attempts: u32,
     /// Whether binding an address other machines reach without `auth` was asked for.
     open: bool,
 }
@@ -116,6 +122,7 @@ impl std::fmt::Debug for Server {
             .field("auth", &self.auth.is_some())
             .field("policy", &self.policy)
             .field("drain_grace", &self.drain_grace)
+            .field("max_attempts", &self.max_attempts)
             .field("allow_unauthenticated", &self.open)
             .finish()
     }
@@ -134,6 +141,7 @@ impl Server {
             auth: None,
             policy: None,
             drain_grace: DEFAULT_DRAIN_GRACE,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
             open: false,
         }
     }
@@ -305,6 +313,24 @@ impl Server {
         self
     }
 
+    /// How many times a run may be started ([`DEFAULT_MAX_ATTEMPTS`] unless set; at least 1).
+    /// A run whose server process stopped before it ended (killed, crashed, or out of grace
+    /// when asked to stop) is taken up again by the next process on the database; once it
+    /// has been started this many times, it is marked `error` with a reason that names the
+    /// attempts instead, and its thread takes new runs: a run that kills its process every
+    /// time cannot keep a server restarting forever. A run that was only waiting for its turn
+    /// was not started and is not counted.
+    ///
+    /// ```
+    /// use graphwright_server::Server;
+    ///
+    /// let server = Server::new().sqlite("threads.db").max_attempts(5);
+    /// ```
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
     /// Lets [`bind`](Self::bind) and [`serve`](Self::serve) listen on an address other machines
     /// reach (`0.0.0.0`, a LAN address) without [`auth`](Self::auth): anyone who reaches the
     /// port can then read every thread and start runs. Without it such a server refuses to
@@ -318,7 +344,7 @@ impl Server {
     /// The server's routes, ready to be served by `axum` (or nested under a prefix of a
     /// larger application). Opens the storage; with SQLite, runs a previous process accepted
     /// and did not finish are taken up again (continuing from their threads' checkpoints; one
-    /// started three times already is marked `error`, as is one whose graph is no longer
+    /// started [`max_attempts`](Self::max_attempts) times already is marked `error`, as is one whose graph is no longer
     /// served).
     ///
     /// The router authenticates with [`auth`](Self::auth) when given one; where it listens is
@@ -351,7 +377,11 @@ impl Server {
             }
         }
         let assistants = graphs.keys().map(|graph| default_assistant(graph)).collect();
-        let unfinished = storage.meta.prepare(assistants).await.map_err(|e| self.database.failed(e.to_string()))?;
+        let unfinished = storage
+            .meta
+            .prepare(assistants, self.max_attempts)
+            .await
+            .map_err(|e| self.database.failed(e.to_string()))?;
         let app = Arc::new(App {
             graphs,
             scratch: Scratch { graphs: scratch, saver: scratch_saver },
@@ -436,9 +466,16 @@ impl Server {
                 )
                 .await
                 .map_err(|e| fail(e.to_string()))?;
-                let cluster = crate::cluster::Cluster::start(url, pool, Arc::clone(runs), sealer.clone(), adopted)
-                    .await
-                    .map_err(|e| fail(e.to_string()))?;
+                let cluster = crate::cluster::Cluster::start(
+                    url,
+                    pool,
+                    Arc::clone(runs),
+                    sealer.clone(),
+                    adopted,
+                    self.max_attempts,
+                )
+                .await
+                .map_err(|e| fail(e.to_string()))?;
                 Ok(Storage {
                     saver: sealed_saver(saver, self.encryption.as_ref()),
                     store: sealed_store(store, self.encryption.as_ref()),

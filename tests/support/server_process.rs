@@ -64,6 +64,18 @@ impl ServerProcess {
     }
 }
 
+/// `server` on `database`: `postgres:{url}` (feature `postgres`), or a SQLite file's path.
+#[allow(dead_code)] // not every test file that starts servers names a database this way
+pub fn on_database(server: graphwright_server::Server, database: &str) -> graphwright_server::Server {
+    match database.strip_prefix("postgres:") {
+        #[cfg(feature = "postgres")]
+        Some(url) => server.postgres(url),
+        #[cfg(not(feature = "postgres"))]
+        Some(_) => panic!("a PostgreSQL server process needs the `postgres` feature"),
+        None => server.sqlite(database),
+    }
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.0.kill();

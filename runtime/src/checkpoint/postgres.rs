@@ -215,9 +215,12 @@ impl PostgresSaver {
                 let holder: i32 = row.try_get(0).map_err(pg(op))?;
                 let fence: i64 = row.try_get(1).map_err(pg(op))?;
                 if holder != 0 && holder != owner {
-                    // The owner's lock can be taken only if no live session holds it.
+                    // The owner's lock can be had only if no live session holds it. Asked for as a
+                    // shared lock: claims of other threads asking about the same owner at the
+                    // same moment (the threads of a process that died, taken over together) do
+                    // not stand in each other's way, where exclusive asks would see each other.
                     let gone: bool = tx
-                        .query_one("SELECT pg_try_advisory_xact_lock($1, $2)", &[&OWNER_LOCK, &holder])
+                        .query_one("SELECT pg_try_advisory_xact_lock_shared($1, $2)", &[&OWNER_LOCK, &holder])
                         .await
                         .and_then(|r| r.try_get(0))
                         .map_err(pg(op))?;

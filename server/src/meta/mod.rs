@@ -149,9 +149,6 @@ pub(crate) struct Unfinished {
     pub(crate) attempt: u32,
 }
 
-/// How many times a run is started before it is given up on (its process died every time).
-pub(crate) const MAX_ATTEMPTS: u32 = 3;
-
 /// How a run ended, as its record and its thread's record keep it.
 pub(crate) struct RunEnd {
     pub(crate) thread_id: String,
@@ -439,10 +436,14 @@ impl Meta {
 
     /// Adds each graph's default assistant (kept if there), and deals with the runs a process
     /// that is gone left unfinished: on SQLite (one process), the ones to take up again, oldest
-    /// first (a run already started [`MAX_ATTEMPTS`] times is marked `error` instead).
-    pub(crate) async fn prepare(&self, assistants: Vec<AssistantRow>) -> Result<Vec<Unfinished>, ApiError> {
+    /// first (a run already started `max_attempts` times is marked `error` instead).
+    pub(crate) async fn prepare(
+        &self,
+        assistants: Vec<AssistantRow>,
+        max_attempts: u32,
+    ) -> Result<Vec<Unfinished>, ApiError> {
         let unfinished = match &self.db {
-            Db::Sqlite(db) => db.prepare(assistants, MAX_ATTEMPTS).await?,
+            Db::Sqlite(db) => db.prepare(assistants, max_attempts).await?,
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => {
                 db.prepare(assistants).await?;

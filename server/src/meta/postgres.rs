@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS gw_runs (
     owner integer NOT NULL, cancel text, outcome text, ended_at_ms bigint);
 CREATE INDEX IF NOT EXISTS gw_runs_thread ON gw_runs (thread_id, seq);
 CREATE INDEX IF NOT EXISTS gw_runs_open ON gw_runs (owner) WHERE status IN ('pending', 'running');
--- Added after the table's first release: databases made before get them here.
+-- Added after the table's first release: databases made before get them here. (A change to
+-- these tables raises SCHEMA_VERSION, or databases already made are not given it.)
 ALTER TABLE gw_runs ADD COLUMN IF NOT EXISTS attempt integer NOT NULL DEFAULT 1;
 ALTER TABLE gw_runs ADD COLUMN IF NOT EXISTS caller text;
 ALTER TABLE gw_runs ADD COLUMN IF NOT EXISTS started_at text;
@@ -44,6 +45,22 @@ CREATE TABLE IF NOT EXISTS gw_run_events (
     seq integer NOT NULL, name text NOT NULL, data text NOT NULL,
     PRIMARY KEY (run_id, seq));
 ";
+
+/// The version of the tables above (`gw_schema_version`): raised with every change to them, so
+/// that a database already at it is opened without running them.
+const SCHEMA_VERSION: i32 = 1;
+
+/// Whether the database's tables are at [`SCHEMA_VERSION`] (or later, brought there by a newer
+/// server).
+async fn up_to_date(client: &impl GenericClient) -> Result<bool, ApiError> {
+    let exists: bool =
+        client.query_one("SELECT to_regclass('gw_schema_version') IS NOT NULL", &[]).await?.try_get(0)?;
+    if !exists {
+        return Ok(false);
+    }
+    let version: Option<i32> = client.query_one("SELECT max(version) FROM gw_schema_version", &[]).await?.try_get(0)?;
+    Ok(version.is_some_and(|v| v >= SCHEMA_VERSION))
+}
 
 /// First key of the two-key advisory lock that serializes creating the schema (the second is
 /// 0). Two processes starting at once would otherwise race on `CREATE TABLE IF NOT EXISTS`.
@@ -105,11 +122,27 @@ impl PgMeta {
     pub(crate) async fn open(pool: Pool, owner: i32) -> Result<Self, ApiError> {
         let meta = Self { pool, owner };
         let mut client = meta.client().await?;
+        // A database already at this version is left alone: `ALTER TABLE` and `CREATE INDEX`
+        // lock their tables even when they change nothing, and a process that starts beside
+        // live ones would stall their runs, or deadlock with them.
+        if up_to_date(&client).await? {
+            return Ok(meta);
+        }
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock($1, 0)", &[&SCHEMA_LOCK]).await?;
-        tx.batch_execute(SCHEMA).await?;
-        tx.batch_execute(crons::SCHEMA).await?;
-        tx.batch_execute(&versions::schema()).await?;
+        // Looked at again under the lock: a process that started at the same moment may have
+        // brought it up to date meanwhile.
+        if !up_to_date(&tx).await? {
+            tx.batch_execute(SCHEMA).await?;
+            tx.batch_execute(crons::SCHEMA).await?;
+            tx.batch_execute(&versions::schema()).await?;
+            tx.batch_execute(&format!(
+                "CREATE TABLE IF NOT EXISTS gw_schema_version (version integer NOT NULL);
+                 DELETE FROM gw_schema_version;
+                 INSERT INTO gw_schema_version (version) VALUES ({SCHEMA_VERSION});"
+            ))
+            .await?;
+        }
         tx.commit().await?;
         Ok(meta)
     }

@@ -38,8 +38,28 @@ enum Ended {
     RolledBack,
 }
 
+/// A thread's turn in this process: its lock.
+pub(super) type ThreadTurn = tokio::sync::OwnedMutexGuard<()>;
+
+/// What the wait for a run's turn came to.
+enum Waited {
+    Turn(Result<Option<ThreadTurn>, Ended>),
+    Cancelled(Cancel),
+    /// The process is shutting down before the run's turn came.
+    Drained,
+}
+
 impl Job {
-    pub(super) async fn run(mut self) {
+    /// Executes the run once its thread is free, and records how it ended.
+    pub(super) async fn run(self) {
+        drop(self.run_in_turn(None).await);
+    }
+
+    /// [`run`](Self::run), in the thread's turn `held` when given one (taken for runs to be
+    /// executed one after the other before anything else on their thread: the runs a restarted
+    /// process takes up again), which is then handed back once the run's end is recorded.
+    pub(super) async fn run_in_turn(mut self, mut held: Option<ThreadTurn>) -> Option<ThreadTurn> {
+        let handed = held.is_some();
         #[cfg(feature = "postgres")]
         let published = self
             .app
@@ -47,27 +67,33 @@ impl Job {
             .as_ref()
             .filter(|_| self.recorded)
             .map(|cluster| tokio::spawn(Arc::clone(cluster).publish(Arc::clone(&self.live))));
-        let (ended, started) = tokio::select! {
+        let waited = tokio::select! {
             biased;
             // Cancelled before it started: there is nothing of it to undo.
-            how = self.live.cancelled() => (ended_before_start(how), None),
-            // The process is shutting down before the run's turn came: it is left as it is
-            // recorded, for the next process (or another one) to take up.
-            () = self.app.drained(), if self.recorded => {
+            how = self.live.cancelled() => Waited::Cancelled(how),
+            () = self.app.drained(), if self.recorded => Waited::Drained,
+            turn = self.turn(&mut held) => Waited::Turn(turn),
+        };
+        let (ended, started) = match waited {
+            Waited::Cancelled(how) => (ended_before_start(how), None),
+            Waited::Drained => {
+                // Left as it is recorded, for the next process (or another one) to take up.
                 self.app.runs.forget(&self.live.run_id);
-                return;
+                return held;
             }
-            turn = self.turn() => match turn {
-                Ok(guard) => {
-                    let started = Instant::now();
-                    self.app.metrics.run_started(&self.graph_id);
-                    // The rollback happens before the thread is free, so the next run sees it done.
-                    let ended = self.execute().await;
+            Waited::Turn(Ok(guard)) => {
+                let started = Instant::now();
+                self.app.metrics.run_started(&self.graph_id);
+                // The rollback happens before the thread is free, so the next run sees it done.
+                let ended = self.execute().await;
+                if handed {
+                    held = guard;
+                } else {
                     drop(guard);
-                    (ended, Some(started))
                 }
-                Err(ended) => (ended, None),
+                (ended, Some(started))
             }
+            Waited::Turn(Err(ended)) => (ended, None),
         };
         let outcome = self.record(ended, started).await;
         if let Outcome::Failed { error, message } = &outcome {
@@ -94,11 +120,13 @@ impl Job {
                 tracing::warn!(%error, "could not delete a stateless run's thread");
             }
         }
+        held
     }
 
     /// Waits for the run's turn on its thread and marks it running: the thread's lock in this
-    /// process, or a claim on the shared run queue (held until the run's end is recorded).
-    async fn turn(&self) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, Ended> {
+    /// process (`held`, if the run was handed it), or a claim on the shared run queue (held
+    /// until the run's end is recorded).
+    async fn turn(&self, held: &mut Option<ThreadTurn>) -> Result<Option<ThreadTurn>, Ended> {
         let storage_failed = |error: ApiError| {
             Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() })
         };
@@ -117,7 +145,10 @@ impl Job {
                 })),
             };
         }
-        let guard = self.app.runs.lock_for(&self.spec.thread_id).lock_owned().await;
+        let guard = match held.take() {
+            Some(guard) => guard,
+            None => self.app.runs.lock_for(&self.spec.thread_id).lock_owned().await,
+        };
         self.app.meta.set_running(&self.live.run_id).await.map_err(storage_failed)?;
         // The run enters its thread's feed as it starts (with PostgreSQL the claim above
         // announces it to every process instead, this one included).

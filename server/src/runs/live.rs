@@ -1,6 +1,7 @@
 //! A run in progress as its followers see it: the events so far (kept, so that a client who
 //! joins late or reconnects replays them), then its outcome.
 
+use super::replay::Replay;
 use crate::served::{Outcome, WireEvent};
 use futures::stream::{self, BoxStream, StreamExt};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -28,6 +29,8 @@ pub(crate) enum Cancel {
 struct Log {
     frames: Vec<Arc<Frame>>,
     outcome: Option<Outcome>,
+    /// What of a run taken over is held back as sent before.
+    replay: Replay,
 }
 
 /// A run's shared progress.
@@ -86,18 +89,37 @@ impl Live {
         self.log.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Adds an event.
+    /// Adds an event of the run's execution (unless it is one its followers saw before the run
+    /// was taken over, sent again: see [`replaying`](Self::replaying)).
     pub(crate) fn push(&self, event: &WireEvent) {
-        self.push_encoded(event.name.clone(), event.data.to_string());
+        let data = event.data.to_string();
+        let mut log = self.log();
+        let Log { frames, replay, .. } = &mut *log;
+        if !replay.admits(frames, &event.name, &data) {
+            return;
+        }
+        Self::add(log, event.name.clone(), data);
+        self.tick.send_modify(|n| *n += 1);
     }
 
-    /// Adds an event whose data is already JSON text.
+    /// Adds an event whose data is already JSON text, as it is (a copy of what another process
+    /// sent, or what followers saw before the run was taken over).
     pub(crate) fn push_encoded(&self, name: String, data: String) {
+        Self::add(self.log(), name, data);
+        self.tick.send_modify(|n| *n += 1);
+    }
+
+    /// From now on, the events [`push`](Self::push) is given that repeat what followers saw so
+    /// far are held back, until one is new: the run was taken over, and its new attempt goes
+    /// on from its last checkpoint.
+    pub(crate) fn replaying(&self) {
         let mut log = self.log();
+        log.replay = Replay::Waiting { seen: log.frames.len() };
+    }
+
+    fn add(mut log: MutexGuard<'_, Log>, name: String, data: String) {
         let id = log.frames.len();
         log.frames.push(Arc::new(Frame { id, name, data }));
-        drop(log);
-        self.tick.send_modify(|n| *n += 1);
     }
 
     /// Ends the run: no event follows.

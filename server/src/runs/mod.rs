@@ -4,6 +4,7 @@ mod exec;
 pub(crate) mod feed;
 pub(crate) mod live;
 mod quota;
+mod replay;
 pub(crate) mod request;
 
 pub(crate) use live::{Cancel, Live};
@@ -252,6 +253,7 @@ impl Prepared {
         let scratch = temporary && attached == Attached::Client && resumed.is_none();
         let scratch_metadata = scratch.then(|| Value::Object(row.thread_metadata.clone()));
         let attempt = resumed.as_ref().map_or(1, |r| r.attempt);
+        let taken_up = resumed.is_some();
         let mut published = Vec::new();
         let (run, graph, saver) = if let Some(resumed) = resumed {
             published = resumed.published;
@@ -279,6 +281,9 @@ impl Prepared {
             name: "metadata".into(),
             data: json!({"run_id": run_id, "attempt": attempt}),
         });
+        if taken_up {
+            live.replaying();
+        }
         app.runs.add(&live);
         let job = exec::Job {
             app: Arc::clone(app),
@@ -329,10 +334,18 @@ pub(crate) async fn resume(app: &Arc<App>, unfinished: Vec<crate::meta::Unfinish
             }
         }
     }
-    for (_, jobs) in threads {
+    for (thread, jobs) in threads {
+        // The thread's turn is taken now, before this process takes new runs, and handed from
+        // one run to the next: runs that arrive meanwhile wait behind them all. (On PostgreSQL
+        // the shared queue keeps the order: each run is claimed in its turn there.)
+        #[cfg(feature = "postgres")]
+        let shared_queue = app.cluster.is_some();
+        #[cfg(not(feature = "postgres"))]
+        let shared_queue = false;
+        let mut held = if shared_queue { None } else { app.runs.lock_for(&thread).try_lock_owned().ok() };
         tokio::spawn(async move {
             for job in jobs {
-                job.run().await;
+                held = job.run_in_turn(held).await;
             }
         });
     }
