@@ -3,8 +3,8 @@
 //! behind it on the same thread, a restarted process finishes both, in order, before a run sent
 //! to it as it starts; the node that had finished before the kill does not run again (an
 //! fsynced ledger of node executions says so), and `/metrics` counts the runs taken up. A run
-//! whose node kills its process every time is given up after three attempts (`error`; on
-//! PostgreSQL after the two a server is set to, its outcome naming them), and its thread takes
+//! whose node kills its process every time is given up after three attempts (`error`, its
+//! outcome naming them; on PostgreSQL after the two a server is set to), and its thread takes
 //! new runs. With authentication, owner isolation and encryption, a run taken up again runs as
 //! its caller. Asked to stop (SIGTERM), a server lets its run in flight finish and leaves the
 //! rest to the next process; on PostgreSQL, a run still in flight when the grace period ends is
@@ -233,12 +233,10 @@ async fn given_up_after(attempts: u32, place: &Place) {
     // The next process gives the run up instead of starting it once more.
     let (_process, url) = start(place);
     assert_eq!(ended(&url, &thread, &crash).await, "error");
-    if place.value.starts_with("postgres:") {
-        // PostgreSQL keeps each run's outcome for followers: it names the attempts.
-        let joined = get(&format!("{url}/threads/{thread}/runs/{crash}/join")).await;
-        let message = joined["__error__"]["message"].as_str().unwrap_or_default().to_owned();
-        assert!(message.contains(&format!("started {attempts} times")), "{joined}");
-    }
+    // A client joining the run is told why it ended: the attempts.
+    let joined = get(&format!("{url}/threads/{thread}/runs/{crash}/join")).await;
+    let message = joined["__error__"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains(&format!("started {attempts} times")), "{joined}");
     // `first` ran once: every attempt continued after it.
     assert_eq!(lines(place), ["first crash"]);
     let fine = run(&url, &thread, "fine").await;

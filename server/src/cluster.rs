@@ -430,13 +430,7 @@ impl Cluster {
         thread: &str,
         attempt: i32,
     ) -> Result<(), ApiError> {
-        let given_up = Outcome::Failed {
-            error: "WorkerLostError".into(),
-            message: format!(
-                "the run was started {attempt} times and its server process stopped each time before it ended: \
-                 it is not started again"
-            ),
-        };
+        let given_up = crate::meta::attempts_exhausted(attempt);
         let now = time::now();
         let encoded = encode(&given_up);
         let outcome = self.sealer.seal_text(&encoded, Row::run(id), "outcome")?;

@@ -377,7 +377,7 @@ impl Server {
             }
         }
         let assistants = graphs.keys().map(|graph| default_assistant(graph)).collect();
-        let unfinished = storage
+        let (unfinished, given_up) = storage
             .meta
             .prepare(assistants, self.max_attempts)
             .await
@@ -400,6 +400,10 @@ impl Server {
             draining: tokio::sync::watch::Sender::new(false),
         });
         crate::crons::start(&app);
+        for run in given_up {
+            let outcome = crate::meta::attempts_exhausted(run.attempts);
+            crate::runs::ended_without_running(&app, run.run_id, run.thread_id, outcome);
+        }
         crate::runs::resume(&app, unfinished).await;
         let weak = Arc::downgrade(&app);
         tokio::spawn(async move {

@@ -149,6 +149,25 @@ pub(crate) struct Unfinished {
     pub(crate) attempt: u32,
 }
 
+/// A run an earlier process left unfinished that is not taken up again: it was started
+/// `attempts` times, its process stopping each time before it ended.
+pub(crate) struct GivenUp {
+    pub(crate) run_id: String,
+    pub(crate) thread_id: String,
+    pub(crate) attempts: u32,
+}
+
+/// How a run given up after `attempts` starts ended, as its followers and joiners are told.
+pub(crate) fn attempts_exhausted(attempts: impl std::fmt::Display) -> crate::served::Outcome {
+    crate::served::Outcome::Failed {
+        error: "WorkerLostError".into(),
+        message: format!(
+            "the run was started {attempts} times and its server process stopped each time before it ended: \
+             it is not started again"
+        ),
+    }
+}
+
 /// How a run ended, as its record and its thread's record keep it.
 pub(crate) struct RunEnd {
     pub(crate) thread_id: String,
@@ -416,18 +435,20 @@ impl Meta {
         on_backend!(self, db => db.queue().await)
     }
 
-    /// Marks a run an earlier process left unfinished `error` (it cannot be taken up again).
-    pub(crate) async fn give_up(&self, thread: &str, run: &str) -> Result<(), ApiError> {
+    /// Marks a run an earlier process left unfinished `error` (it cannot be taken up again), for
+    /// the reason `outcome` gives (kept for followers in other processes, on PostgreSQL).
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))] // the reason is kept on PostgreSQL only
+    pub(crate) async fn give_up(
+        &self,
+        thread: &str,
+        run: &str,
+        outcome: &crate::served::Outcome,
+    ) -> Result<(), ApiError> {
         match &self.db {
             Db::Sqlite(db) => db.give_up(thread, run).await,
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => {
-                // Followers in other processes wait for an outcome: it says why the run ended.
-                let outcome = crate::served::Outcome::Failed {
-                    error: "WorkerLostError".into(),
-                    message: "the run could not be taken up again after its server process stopped".into(),
-                };
-                let outcome = serde_json::to_string(&outcome).unwrap_or_else(|_| "null".to_owned());
+                let outcome = serde_json::to_string(outcome).unwrap_or_else(|_| "null".to_owned());
                 let outcome = self.sealer.seal_text(&outcome, Row::run(run), "outcome")?;
                 db.give_up(thread, run, &outcome).await
             }
@@ -436,21 +457,22 @@ impl Meta {
 
     /// Adds each graph's default assistant (kept if there), and deals with the runs a process
     /// that is gone left unfinished: on SQLite (one process), the ones to take up again, oldest
-    /// first (a run already started `max_attempts` times is marked `error` instead).
+    /// first; and the runs marked `error` instead, having been started `max_attempts` times
+    /// already. (On PostgreSQL the cluster's sweep takes runs over, and gives them up.)
     pub(crate) async fn prepare(
         &self,
         assistants: Vec<AssistantRow>,
         max_attempts: u32,
-    ) -> Result<Vec<Unfinished>, ApiError> {
-        let unfinished = match &self.db {
+    ) -> Result<(Vec<Unfinished>, Vec<GivenUp>), ApiError> {
+        let (unfinished, given_up) = match &self.db {
             Db::Sqlite(db) => db.prepare(assistants, max_attempts).await?,
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => {
                 db.prepare(assistants).await?;
-                Vec::new()
+                (Vec::new(), Vec::new())
             }
         };
-        unfinished
+        let unfinished = unfinished
             .into_iter()
             .map(|unfinished| {
                 let run = open_run(&self.sealer, unfinished.run)?;
@@ -458,6 +480,7 @@ impl Meta {
                 let caller = self.sealer.open(unfinished.caller, Row::run(&id), "caller")?;
                 Ok(Unfinished { run, caller, ..unfinished })
             })
-            .collect()
+            .collect::<Result<_, ApiError>>()?;
+        Ok((unfinished, given_up))
     }
 }

@@ -4,8 +4,9 @@ mod crons;
 mod versions;
 
 use super::{
-    ASSISTANT_COLUMNS, AssistantRow, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, Unfinished,
-    assistant_json, check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
+    ASSISTANT_COLUMNS, AssistantRow, GivenUp, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck,
+    Unfinished, assistant_json, check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text,
+    thread_json,
 };
 use crate::error::ApiError;
 use crate::meta::versions::NEXT_VERSION;
@@ -393,9 +394,6 @@ impl SqliteMeta {
         .await
     }
 
-    /// Adds the default assistants, and marks every run that had not ended as failed: they
-    /// belonged to a server process that is gone (one process per file), and their threads
-    /// are free again.
     /// Marks a run an earlier process left unfinished `error`: it cannot be taken up again.
     /// Its thread is freed unless another run of it is open.
     pub(crate) async fn give_up(&self, thread: &str, run: &str) -> Result<(), ApiError> {
@@ -417,12 +415,13 @@ impl SqliteMeta {
 
     /// Adds the default assistants; the runs an earlier process left unfinished, to take up
     /// again (record, caller, whether it had started, the attempt about to be made), oldest
-    /// first. A started run whose next attempt would be past `max_attempts` is marked `error`.
+    /// first. A started run whose next attempt would be past `max_attempts` is marked `error`
+    /// instead, and listed second.
     pub(crate) async fn prepare(
         &self,
         assistants: Vec<AssistantRow>,
         max_attempts: u32,
-    ) -> Result<Vec<Unfinished>, ApiError> {
+    ) -> Result<(Vec<Unfinished>, Vec<GivenUp>), ApiError> {
         self.call(move |conn| {
             for row in &assistants {
                 insert_assistant(conn, row)?;
@@ -443,7 +442,7 @@ impl SqliteMeta {
                 })?
                 .collect::<rusqlite::Result<_>>()?
             };
-            let mut unfinished = Vec::new();
+            let (mut unfinished, mut given_up) = (Vec::new(), Vec::new());
             for (started, mut run) in open {
                 let attempt = run.attempt;
                 let id = run.run["run_id"].as_str().unwrap_or_default().to_owned();
@@ -455,6 +454,8 @@ impl SqliteMeta {
                         "a run was started {attempt} times and its server process stopped each time before it ended: \
                          it is marked `error` and not started again"
                     );
+                    let thread_id = run.run["thread_id"].as_str().unwrap_or_default().to_owned();
+                    given_up.push(GivenUp { run_id: id, thread_id, attempts: attempt });
                     continue;
                 }
                 exec(
@@ -476,7 +477,7 @@ impl SqliteMeta {
             if !unfinished.is_empty() {
                 tracing::warn!(runs = unfinished.len(), "runs left unfinished by an earlier server process are taken up again");
             }
-            Ok(unfinished)
+            Ok((unfinished, given_up))
         })
         .await
     }

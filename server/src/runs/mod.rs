@@ -328,9 +328,14 @@ pub(crate) async fn resume(app: &Arc<App>, unfinished: Vec<crate::meta::Unfinish
             },
             Err(error) => {
                 tracing::error!(run = %id, %error, "a run left unfinished cannot be taken up again: it is marked `error`");
-                if let Err(error) = app.meta.give_up(&thread, &id).await {
+                let outcome = crate::served::Outcome::Failed {
+                    error: "WorkerLostError".into(),
+                    message: format!("the run could not be taken up again after its server process stopped: {error}"),
+                };
+                if let Err(error) = app.meta.give_up(&thread, &id, &outcome).await {
                     tracing::error!(run = %id, %error, "could not mark a run that cannot be taken up again `error`");
                 }
+                ended_without_running(app, id, thread, outcome);
             }
         }
     }
@@ -349,6 +354,21 @@ pub(crate) async fn resume(app: &Arc<App>, unfinished: Vec<crate::meta::Unfinish
             }
         });
     }
+}
+
+/// Keeps how a run an earlier process left unfinished ended without being taken up again, for
+/// the clients who join it here (with PostgreSQL every process reads it from the run's record).
+pub(crate) fn ended_without_running(app: &App, run: String, thread: String, outcome: crate::served::Outcome) {
+    let live = Live::new(run, thread, false);
+    if let crate::served::Outcome::Failed { error, message } = &outcome {
+        live.push(&crate::served::WireEvent {
+            name: "error".into(),
+            data: json!({"error": error, "message": message}),
+        });
+    }
+    live.finish(outcome);
+    app.runs.add(&live);
+    app.runs.ended(&live.run_id);
 }
 
 /// The job that takes up `unfinished` again.
