@@ -104,7 +104,11 @@ async fn server_process() {
     };
     let bound = server.bind("127.0.0.1:0").await.unwrap();
     println!("listening on {}", bound.local_addr().unwrap());
-    bound.run().await.unwrap();
+    if let Err(error) = bound.run().await {
+        // As a deployment's `main` would: the process ends with the error.
+        eprintln!("the server process stops: {error}");
+        std::process::exit(1);
+    }
 }
 
 struct Place {
@@ -360,6 +364,57 @@ async fn on_postgres_sigterm_hands_the_runs_left_after_the_grace_to_another_proc
     let sent = std::process::Command::new("kill").args(["-TERM", &stopped.id().to_string()]).status().unwrap();
     assert!(sent.success(), "kill -TERM failed");
     assert!(stopped.ended_within(Duration::from_secs(20)), "the process did not stop after its grace period");
+
+    assert_eq!(ended(&url_b, &thread, &a).await, "success");
+    assert_eq!(ended(&url_b, &thread, &b).await, "success");
+    assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
+    assert_eq!(get(&format!("{url_b}/threads/{thread}")).await["status"], "idle");
+}
+
+/// A cancel whose notification never reached the process executing the run (notifications are
+/// lost with the connection they were sent to) still stops the run: the process finds it stored
+/// with the run.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_cancel_whose_notification_was_lost_still_stops_the_run() {
+    use graphwright::checkpoint::deadpool_postgres::tokio_postgres;
+    let (schema, place) = postgres_place();
+    let (_process, url) = start(&place);
+    let thread = thread(&url).await;
+    let a = run(&url, &thread, "a").await;
+    noted(&place, "first a").await;
+    let (client, connection) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    // Stored as `POST .../cancel` stores it, without the notification.
+    let asked = client.execute("UPDATE gw_runs SET cancel = 'interrupt' WHERE run_id = $1", &[&a]).await.unwrap();
+    assert_eq!(asked, 1);
+    assert_eq!(ended(&url, &thread, &a).await, "interrupted");
+    assert_eq!(lines(&place), ["first a"], "the run stopped before `second` finished");
+}
+
+/// A process that loses the connection holding its liveness lock stops serving at once
+/// (`ServerError::LeaseLost`), rather than running beside the process taking its runs over; the
+/// other process finishes its run in flight and the run queued behind it, and the step that had
+/// finished does not run again.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_process_that_loses_its_lease_stops_and_its_runs_are_taken_over() {
+    use graphwright::checkpoint::deadpool_postgres::tokio_postgres;
+    let (schema, place) = postgres_place();
+    let (mut cut_off, url_a) = start(&place);
+    let (_survivor, url_b) = start(&place);
+    let thread = thread(&url_a).await;
+    let (a, b) = (run(&url_a, &thread, "a").await, run(&url_a, &thread, "b").await);
+    noted(&place, "first a").await;
+    let (client, connection) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let lease = format!("graphwright-server lease {}", cut_off.id());
+    let cut = client
+        .execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", &[&lease])
+        .await
+        .unwrap();
+    assert_eq!(cut, 1, "the process's lease is one session");
+    assert!(cut_off.ended_within(Duration::from_secs(10)), "the process went on serving without its lease");
 
     assert_eq!(ended(&url_b, &thread, &a).await, "success");
     assert_eq!(ended(&url_b, &thread, &b).await, "success");

@@ -58,6 +58,16 @@ impl App {
         *self.draining.borrow()
     }
 
+    /// Resolves once this process has lost the PostgreSQL lease that shows it is alive (never
+    /// without PostgreSQL).
+    pub(crate) async fn lease_lost(&self) {
+        #[cfg(feature = "postgres")]
+        if let Some(cluster) = &self.cluster {
+            return cluster.lease_lost().await;
+        }
+        std::future::pending::<()>().await;
+    }
+
     /// Resolves once the process is shutting down.
     pub(crate) async fn drained(&self) {
         let mut rx = self.draining.subscribe();

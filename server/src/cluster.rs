@@ -15,6 +15,8 @@
 //!   in the order they ran, whoever executes them; a follower copies each run as above.
 //! - **Cancellation elsewhere.** A cancel is stored on the run and announced by `NOTIFY`; the
 //!   owner stops the run, and a run not yet started sees it when it tries to claim its turn.
+//!   The owner's sweep also looks for the cancels of its runs each second, so one whose
+//!   notification was lost (with a connection) still stops its run.
 //! - **Orphans.** Every process sweeps for open runs whose owner's lock is free and takes them
 //!   over: each becomes the sweeper's, `pending`, and is executed there as a restarted SQLite
 //!   server executes the runs it finds (`runs::resume`: a run in flight goes on from its
@@ -77,6 +79,10 @@ pub(crate) struct Cluster {
     adopted: mpsc::UnboundedSender<Vec<Unfinished>>,
     /// How many times a run may be started (`Server::max_attempts`).
     max_attempts: u32,
+    /// The runs this process executes (a cancel whose notification was lost is applied here).
+    runs: Arc<Runs>,
+    /// Set once the connection holding this process's liveness lock is gone.
+    lost: watch::Sender<bool>,
     /// The connection holding this process's liveness lock and listening for notifications.
     _lease: tokio_postgres::Client,
 }
@@ -117,17 +123,23 @@ impl Cluster {
         adopted: mpsc::UnboundedSender<Vec<Unfinished>>,
         max_attempts: u32,
     ) -> Result<Arc<Self>, ApiError> {
-        let (lease, mut connection) = tokio_postgres::connect(url, NoTls).await?;
+        let mut config: tokio_postgres::Config = url.parse()?;
+        // Named, so that an operator (or a test) can tell a process's lease among the sessions.
+        config.application_name(format!("graphwright-server lease {}", std::process::id()));
+        let (lease, mut connection) = config.connect(NoTls).await?;
+        let lost = watch::Sender::new(false);
+        let lost_tx = lost.clone();
         let ended = watch::Sender::new(0);
         let events = watch::Sender::new(0);
         let crons = watch::Sender::new(0);
         let (ended_tx, events_tx, crons_tx) = (ended.clone(), events.clone(), crons.clone());
+        let notified = Arc::clone(&runs);
         tokio::spawn(async move {
             let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
             while let Some(message) = messages.next().await {
                 match message {
                     Ok(AsyncMessage::Notification(note)) => {
-                        dispatch(note.payload(), &runs, &ended_tx, &events_tx, &crons_tx);
+                        dispatch(note.payload(), &notified, &ended_tx, &events_tx, &crons_tx);
                     }
                     Ok(_) => {}
                     Err(error) => {
@@ -137,14 +149,16 @@ impl Cluster {
                 }
             }
             tracing::error!(
-                "the server's PostgreSQL lease connection is closed: other processes now take this process's runs \
-                 for orphans and mark them `error`; restart this process"
+                "the server's PostgreSQL lease connection is closed: the other processes now take this process's \
+                 runs over; it stops serving (ServerError::LeaseLost)"
             );
+            lost_tx.send_replace(true);
         });
         let owner = take_owner_id(&lease).await?;
         lease.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
         let meta = PgMeta::open(pool, owner).await?;
-        let cluster = Arc::new(Self { meta, sealer, ended, events, crons, adopted, max_attempts, _lease: lease });
+        let cluster =
+            Arc::new(Self { meta, sealer, ended, events, crons, adopted, max_attempts, runs, lost, _lease: lease });
         let weak = Arc::downgrade(&cluster);
         tokio::spawn(async move {
             let mut round = 0u32;
@@ -159,6 +173,18 @@ impl Cluster {
             }
         });
         Ok(cluster)
+    }
+
+    /// Resolves once this process's lease connection is gone: the other processes take its
+    /// runs over from then on.
+    pub(crate) async fn lease_lost(&self) {
+        // The sender lives in `self`: `wait_for` fails only if it is dropped, never here.
+        let _ = self.lease_watch().wait_for(|lost| *lost).await;
+    }
+
+    /// Becomes `true` once this process's lease connection is gone (and ends with the cluster).
+    pub(crate) fn lease_watch(&self) -> watch::Receiver<bool> {
+        self.lost.subscribe()
     }
 
     /// The records, as this process writes them.
@@ -452,11 +478,29 @@ impl Cluster {
         Ok(())
     }
 
-    /// Takes over the open runs of processes that are gone: each is this process's again, to
-    /// be executed here (a run already started `max_attempts` times is marked failed instead,
-    /// and its thread freed); with `prune`, also drops the events of runs that ended long ago.
+    /// Applies the cancels of this process's runs no notification brought, and takes over the
+    /// open runs of processes that are gone: each is this process's again, to be executed here
+    /// (a run already started `max_attempts` times is marked failed instead, and its thread
+    /// freed); with `prune`, also drops the events of runs that ended long ago.
     async fn sweep(&self, prune: bool) -> Result<(), ApiError> {
         let mut client = self.meta.client().await?;
+        // Cancels of this process's runs whose notification never came (a notification is lost
+        // with the connection it was sent to): stored with the run, they are applied here.
+        let asked = client
+            .query(
+                "SELECT run_id, cancel FROM gw_runs
+                 WHERE owner = $1 AND status IN ('pending', 'running') AND cancel IS NOT NULL",
+                &[&self.meta.owner],
+            )
+            .await?;
+        for row in asked {
+            let (run, how): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+            if let (Some(how), Some(live)) = (cancel_of(&how), self.runs.get(&run))
+                && !live.remote
+            {
+                live.cancel(how);
+            }
+        }
         let owners = client
             .query(
                 "SELECT DISTINCT owner FROM gw_runs WHERE status IN ('pending', 'running') AND owner <> $1",

@@ -176,6 +176,15 @@ pub enum ServerError {
          Server::auth(Jwt::..) beside Server::authorize(..)"
     )]
     AuthorizationWithoutAuthentication,
+    /// The process lost the PostgreSQL connection that shows it is alive: the other processes
+    /// take its runs over, so it stopped serving rather than run them a second time beside
+    /// them. Return it from `main`: the process must end (as if killed) and be started again.
+    #[error(
+        "this server process lost the PostgreSQL connection that shows it is alive, so the other processes are \
+         taking its runs over: it stopped serving so that no run executes twice; let the process end and start it \
+         again"
+    )]
+    LeaseLost,
     /// Two graphs were given the same name.
     #[error("two graphs are named `{0}`: give each graph its own name")]
     DuplicateGraph(String),

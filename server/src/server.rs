@@ -400,6 +400,19 @@ impl Server {
             draining: tokio::sync::watch::Sender::new(false),
         });
         crate::crons::start(&app);
+        // Once the lease is lost, no run is taken or started here: the processes taking this
+        // one's runs over start them.
+        #[cfg(feature = "postgres")]
+        if let Some(cluster) = &app.cluster {
+            let (mut lost, weak) = (cluster.lease_watch(), Arc::downgrade(&app));
+            tokio::spawn(async move {
+                if lost.wait_for(|lost| *lost).await.is_ok()
+                    && let Some(app) = weak.upgrade()
+                {
+                    app.draining.send_replace(true);
+                }
+            });
+        }
         for run in given_up {
             let outcome = crate::meta::attempts_exhausted(run.attempts);
             crate::runs::ended_without_running(&app, run.run_id, run.thread_id, outcome);
@@ -580,6 +593,11 @@ impl Bound {
     /// within the server's [`drain_grace`](Server::drain_grace), and returns, leaving the runs
     /// that had not started, and any still in flight, recorded for the next server process on
     /// the database to take up.
+    ///
+    /// On PostgreSQL, a process that loses the connection holding its liveness lock returns
+    /// [`ServerError::LeaseLost`] at once: the other processes are taking its runs over. Let
+    /// the process end with it (return it from `main`), so that its runs in flight stop as
+    /// if it had been killed, and start it again.
     pub async fn run(self) -> Result<(), ServerError> {
         use axum::serve::ListenerExt;
         let addr = self.local_addr()?.to_string();
@@ -601,6 +619,10 @@ impl Bound {
         // Serving ends by itself once the signal came and every connection closed; it may end
         // first, before the runs in flight do.
         let ended = tokio::select! {
+            biased;
+            // The other processes are taking this one's runs over: going on with them here, even
+            // for a grace period, would run them twice.
+            () = app.lease_lost() => return Err(ServerError::LeaseLost),
             result = &mut serving => Some(result),
             () = app.drained() => None,
         };
