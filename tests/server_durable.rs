@@ -421,3 +421,35 @@ async fn on_postgres_a_process_that_loses_its_lease_stops_and_its_runs_are_taken
     assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
     assert_eq!(get(&format!("{url_b}/threads/{thread}")).await["status"], "idle");
 }
+
+/// A run taken over whose thread is still claimed for a moment (here by this test, as a dying
+/// process's checkpointer session would) waits for the claim instead of failing.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_run_taken_over_waits_for_its_threads_claim() {
+    use graphwright::Checkpointer as _;
+    let (schema, place) = postgres_place();
+    let (killed, url_a) = start(&place);
+    let (_survivor, url_b) = start(&place);
+    let thread = thread(&url_a).await;
+    let a = run(&url_a, &thread, "a").await;
+    noted(&place, "first a").await;
+    drop(killed);
+    // The thread's claim, taken over from the dead process before the survivor's sweep comes.
+    let saver = graphwright::PostgresSaver::connect(&schema.url()).await.unwrap();
+    let mut claimed = false;
+    for _ in 0..200 {
+        if saver.claim(&thread).await.is_ok() {
+            claimed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(claimed, "the dead process's claim was never free");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(lines(&place), ["first a"], "the run went on while its thread was claimed");
+    drop(saver);
+
+    assert_eq!(ended(&url_b, &thread, &a).await, "success");
+    assert_eq!(lines(&place), ["first a", "second a"]);
+}

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use graphwright::Checkpointer;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub(super) struct Job {
     pub(super) app: Arc<App>,
@@ -27,6 +27,8 @@ pub(super) struct Job {
     pub(super) recorded: bool,
     /// The run's place in its user's count of runs in flight, given back as the run ends.
     pub(super) slot: Option<super::quota::Slot>,
+    /// Whether the run was taken up again after its process stopped.
+    pub(super) taken_up: bool,
 }
 
 /// How the graph part of a run ended.
@@ -165,12 +167,14 @@ impl Job {
         // Where a rollback returns the thread to: ids are ordered by creation, so every
         // checkpoint the run writes sorts after one made now, and no read is needed.
         let start = graphwright::checkpoint::new_checkpoint_id();
+        let mut waited = Duration::ZERO;
         let mut events = match self.graph.start(self.spec.clone()).await {
             Ok(events) => events,
             Err(error) => {
                 return Ended::Graph(Outcome::Failed { error: kind_of(&error).into(), message: error.to_string() });
             }
         };
+        let mut sent = false;
         loop {
             tokio::select! {
                 biased;
@@ -182,8 +186,29 @@ impl Job {
                     };
                 }
                 item = events.next() => match item {
-                    Some(Emitted::Event(event)) => self.live.push(&event),
-                    Some(Emitted::Done(outcome)) => return Ended::Graph(outcome),
+                    Some(Emitted::Event(event)) => {
+                        sent = true;
+                        self.live.push(&event);
+                    }
+                    Some(Emitted::Done(outcome)) => {
+                        // A run taken over from a process that died can find the thread still
+                        // claimed by that process's checkpointer for a moment (its sessions end
+                        // one by one): it waits for the claim instead of failing.
+                        if self.taken_up && !sent && waited < CLAIM_PATIENCE && is_thread_busy(&outcome) {
+                            drop(events);
+                            tokio::time::sleep(CLAIM_RETRY).await;
+                            waited += CLAIM_RETRY;
+                            events = match self.graph.start(self.spec.clone()).await {
+                                Ok(events) => events,
+                                Err(error) => return Ended::Graph(Outcome::Failed {
+                                    error: kind_of(&error).into(),
+                                    message: error.to_string(),
+                                }),
+                            };
+                            continue;
+                        }
+                        return Ended::Graph(outcome);
+                    }
                     None => return Ended::Graph(Outcome::Failed {
                         error: "RunError".into(),
                         message: "the run stopped without reporting how it ended".into(),
@@ -254,6 +279,16 @@ impl Job {
         }
         outcome
     }
+}
+
+/// How long a run taken over waits for its thread's claim to be given up by the process that
+/// died, and how often it looks.
+const CLAIM_PATIENCE: Duration = Duration::from_secs(10);
+const CLAIM_RETRY: Duration = Duration::from_millis(100);
+
+/// Whether a run ended because another holder had its thread's claim.
+fn is_thread_busy(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Failed { error, .. } if error == "ThreadBusy")
 }
 
 /// How a run asked to stop before it started ends: there is nothing of it to undo.

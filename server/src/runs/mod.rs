@@ -295,6 +295,7 @@ impl Prepared {
             temporary,
             recorded: !scratch,
             slot,
+            taken_up,
         };
         Ok((Accepted { run, live }, job))
     }
