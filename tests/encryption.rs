@@ -116,6 +116,10 @@ async fn a_wrong_key_or_no_key_is_an_error_that_says_what_to_do() {
 
     let (_, reason) = corrupt(read(&plain(&db(&dir)), "t").await.unwrap_err());
     assert!(reason.contains("encrypted") && reason.contains(".encrypted(keys)"), "{reason}");
+
+    // The message does not suspect damage when a key is what is missing; it does for damage.
+    let missing = read(&sealed(&db(&dir), key(2)), "t").await.unwrap_err().to_string();
+    assert!(missing.ends_with("it was not used") && !missing.contains("damaged"), "{missing}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,8 +45,8 @@ pub enum CheckpointError {
     },
     /// A stored record did not decode.
     #[error(
-        "checkpoint {checkpoint} of thread `{thread}` is unreadable at `{field}`: {reason}; \
-         the stored data is damaged or was written by an incompatible version, and was not used"
+        "checkpoint {checkpoint} of thread `{thread}` is unreadable at `{field}`: {reason}; {}",
+        crate::encryption::unread_because(.reason)
     )]
     Corrupt {
         /// The thread.

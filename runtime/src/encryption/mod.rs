@@ -229,6 +229,21 @@ impl Keys {
     }
 }
 
+/// How the reasons a record cannot be read for want of its key begin ([`Keys`]' own, and a
+/// checkpointer without keys meeting an encrypted record): the errors that carry them do not
+/// then suspect damage or an incompatible version.
+const KEY_REASONS: &[&str] = &["it was encrypted with key", "it does not decrypt with key", "the record is encrypted:"];
+
+/// What a corrupt-record error adds after its reason: damage or an incompatible version is
+/// suspected only when the reason is not about keys.
+pub(crate) fn unread_because(reason: &str) -> &'static str {
+    if KEY_REASONS.iter().any(|start| reason.starts_with(start)) {
+        "it was not used"
+    } else {
+        "the stored data is damaged or was written by an incompatible version, and was not used"
+    }
+}
+
 /// A checkpointer or a store that encrypts what it keeps, with AES-256-GCM (the
 /// `aes-gcm` crate) under a fresh random nonce, each ciphertext bound to its row:
 ///

@@ -36,8 +36,8 @@ pub enum StoreError {
     },
     /// A stored item did not decode.
     #[error(
-        "stored item {key:?} in namespace {namespace:?} is unreadable at `{field}`: {reason}; \
-         the stored data is damaged or was written by an incompatible version, and was not used"
+        "stored item {key:?} in namespace {namespace:?} is unreadable at `{field}`: {reason}; {}",
+        crate::encryption::unread_because(.reason)
     )]
     Corrupt {
         /// The namespace as stored (labels joined by U+001F), or a placeholder if unreadable.
