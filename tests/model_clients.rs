@@ -229,6 +229,23 @@ async fn a_rate_limited_call_waits_the_asked_second_and_is_sent_once_more() {
     assert!(message.contains("Rate limit reached"), "{message}");
 }
 
+/// A known OpenAI-compatible service (here `groq`, moved onto aimock) is spoken to as OpenAI,
+/// streamed or not, and its errors name it.
+#[tokio::test]
+async fn a_compatible_service_speaks_openai_and_its_errors_name_it() {
+    let mock = Aimock::start();
+    let groq = || OpenAi::compatible("groq", "test-model").unwrap().base_url(mock.openai_base()).api_key("gsk-test");
+    assert_eq!(groq().provider(), "groq");
+    let reply = groq().invoke(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert_eq!(reply.content, "Hello there, friend!");
+    let streamed = groq().streaming(true).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert_eq!(streamed.content, "Hello there, friend!");
+
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error = groq().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("groq "), "{error}");
+}
+
 #[tokio::test]
 async fn anthropic_overload_is_retried_and_server_errors_are_classified() {
     let mock = Aimock::start();

@@ -55,6 +55,7 @@ mod error;
 mod hash;
 mod http;
 mod openai;
+mod presets;
 mod reply;
 mod request;
 mod retry;

@@ -36,6 +36,9 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub struct OpenAi {
     conn: Connection,
     headers: Vec<(String, String)>,
+    /// The service, as errors, spans and [`ChatModel::provider`] name it (`openai`, or a
+    /// preset's name).
+    provider: &'static str,
 }
 
 impl std::fmt::Debug for OpenAi {
@@ -48,7 +51,37 @@ impl OpenAi {
     /// A client of `model`, keyed and addressed by `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
     pub fn new(model: impl Into<String>) -> Self {
         let conn = Connection::from_env(model.into(), "OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY");
-        Self { conn, headers: Vec::new() }
+        Self { conn, headers: Vec::new(), provider: PROVIDER }
+    }
+
+    /// A client of `model` on a known OpenAI-compatible service, by name: `groq`, `deepseek`,
+    /// `xai`, `mistral`, `together`, `fireworks`, `openrouter`, and the local servers `vllm`
+    /// (port 8000), `lmstudio` (1234) and `llamacpp` (8080). The key comes from the service's
+    /// variable (`GROQ_API_KEY`, `DEEPSEEK_API_KEY`, ... `LLAMACPP_API_KEY`), the address from
+    /// its `*_BASE_URL` variable (`GROQ_BASE_URL`, ...) when set; errors and spans name the
+    /// service. An unknown name is an error listing the known ones.
+    ///
+    /// ```
+    /// use graphwright::model::{ChatModel, OpenAi};
+    ///
+    /// let model = OpenAi::compatible("groq", "llama-3.3-70b-versatile")?;
+    /// assert_eq!(model.provider(), "groq");
+    /// # if std::env::var("GROQ_BASE_URL").is_err() {
+    /// assert_eq!(model.endpoint(), "https://api.groq.com/openai/v1/chat/completions");
+    /// # }
+    /// assert!(OpenAi::compatible("nowhere", "m").is_err());
+    /// # Ok::<(), graphwright::model::ModelError>(())
+    /// ```
+    pub fn compatible(provider: &str, model: impl Into<String>) -> Result<Self, super::ModelError> {
+        let preset = super::presets::find(provider).ok_or_else(|| {
+            super::ModelError::Config(format!(
+                "`{provider}` is not an OpenAI-compatible service graphwright knows: use one of {}, or \
+                 `OpenAi::new(model).base_url(..)` for any other",
+                super::presets::names().join(", ")
+            ))
+        })?;
+        let conn = Connection::from_env(model.into(), preset.url_var, preset.base_url, preset.key_var);
+        Ok(Self { conn, headers: Vec::new(), provider: preset.name })
     }
 
     /// The server's base URL, up to and including `/v1`.
@@ -163,19 +196,19 @@ impl OpenAi {
         if request.stream {
             builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
         }
-        let response = http::post(PROVIDER, builder, body).await?;
+        let response = http::post(self.provider, builder, body).await?;
         if request.stream {
-            read_stream(response, sink).await
+            read_stream(response, sink, self.provider).await
         } else {
-            let body = response.bytes().await.map_err(|e| http::transport(PROVIDER, &e))?;
-            parse_completion(&body)
+            let body = response.bytes().await.map_err(|e| http::transport(self.provider, &e))?;
+            parse_completion(&body, self.provider)
         }
     }
 }
 
 impl ChatModel for OpenAi {
     fn provider(&self) -> &str {
-        PROVIDER
+        self.provider
     }
 
     fn model(&self) -> &str {
@@ -327,12 +360,12 @@ fn tool_call(id: String, name: String, arguments: &str) -> ToolCall {
     }
 }
 
-/// A non-streamed completion.
-fn parse_completion(raw: &[u8]) -> Result<ModelReply, ModelError> {
+/// A non-streamed completion from `provider`.
+fn parse_completion(raw: &[u8], provider: &'static str) -> Result<ModelReply, ModelError> {
     let completion: Completion =
         serde_json::from_slice(raw).map_err(|e| invalid(raw, format!("the response is not a chat completion: {e}")))?;
     if let Some(error) = completion.error {
-        return Err(http::classify_event(PROVIDER, &ErrorBody::of(&error)));
+        return Err(http::classify_event(provider, &ErrorBody::of(&error)));
     }
     let Some(choice) = completion.choices.into_iter().next() else {
         return Err(invalid(raw, "the response has no choices"));
@@ -507,6 +540,8 @@ struct Assembly {
     delivered: bool,
     /// The shape of the last text-only chunk, to read the next ones by.
     shape: ChunkShape,
+    /// The service, as its errors name it.
+    provider: &'static str,
 }
 
 impl Assembly {
@@ -536,8 +571,8 @@ impl Assembly {
     fn take(&mut self, chunk: Chunk<'_>, sink: &mut dyn ReplySink) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
             let body = ErrorBody::of(&error);
-            let error = http::classify_event(PROVIDER, &body);
-            return Err(if self.delivered { sse::broken(PROVIDER, true, error.to_string()) } else { error });
+            let error = http::classify_event(self.provider, &body);
+            return Err(if self.delivered { sse::broken(self.provider, true, error.to_string()) } else { error });
         }
         if self.id.is_none() {
             self.id = chunk.id.map(Cow::into_owned);
@@ -625,7 +660,8 @@ impl Assembly {
             self.text(text, sink);
             return Ok(false);
         }
-        let data = std::str::from_utf8(data).map_err(|e| sse::broken(PROVIDER, self.delivered, sse::not_utf8(e)))?;
+        let data =
+            std::str::from_utf8(data).map_err(|e| sse::broken(self.provider, self.delivered, sse::not_utf8(e)))?;
         if data == "[DONE]" {
             return Ok(true);
         }
@@ -633,7 +669,7 @@ impl Assembly {
             return Ok(false);
         }
         let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            sse::broken(PROVIDER, self.delivered, format!("a chunk is not a chat completion chunk ({e}): {data}"))
+            sse::broken(self.provider, self.delivered, format!("a chunk is not a chat completion chunk ({e}): {data}"))
         })?;
         if let Some(text) = chunk.only_text() {
             self.shape.learn(data, text);
@@ -643,19 +679,23 @@ impl Assembly {
     }
 }
 
-/// A streamed completion: chunks until `data: [DONE]`.
-async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
+/// A streamed completion from `provider`: chunks until `data: [DONE]`.
+async fn read_stream(
+    response: reqwest::Response,
+    sink: &mut dyn ReplySink,
+    provider: &'static str,
+) -> Result<ModelReply, ModelError> {
     let mut events = sse::Events::new(response);
-    let mut reply = Assembly::default();
+    let mut reply = Assembly { provider, ..Assembly::default() };
     loop {
         // A text chunk of the last one's shape, read whole from the bytes as they came.
-        let unread = events.unread().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))?;
+        let unread = events.unread().await.map_err(|message| sse::broken(provider, reply.delivered, message))?;
         if let Some((text, len)) = reply.shape.text_of_event(unread) {
             reply.text(text, sink);
             events.skip(len);
             continue;
         }
-        if !events.next().await.map_err(|message| sse::broken(PROVIDER, reply.delivered, message))? {
+        if !events.next().await.map_err(|message| sse::broken(provider, reply.delivered, message))? {
             break;
         }
         if reply.event(events.bytes(), sink)? {
@@ -666,7 +706,7 @@ async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> R
     if reply.finish.is_some() {
         return reply.finish();
     }
-    Err(sse::broken(PROVIDER, reply.delivered, "the stream ended before the reply finished"))
+    Err(sse::broken(provider, reply.delivered, "the stream ended before the reply finished"))
 }
 
 #[cfg(test)]
@@ -686,7 +726,7 @@ mod tests {
 
     fn assemble(chunks: &[Value]) -> (Result<ModelReply, ModelError>, Vec<String>) {
         let mut sink = Pieces(Vec::new());
-        let mut reply = Assembly::default();
+        let mut reply = Assembly { provider: PROVIDER, ..Assembly::default() };
         for chunk in chunks {
             if let Err(e) = reply.event(chunk.to_string().as_bytes(), &mut sink) {
                 return (Err(e), sink.0);
@@ -759,7 +799,7 @@ mod tests {
 
     #[test]
     fn completions_of_odd_shapes_are_typed_errors() {
-        let parse = |body: &str| parse_completion(body.as_bytes());
+        let parse = |body: &str| parse_completion(body.as_bytes(), PROVIDER);
         assert!(
             matches!(parse(r#"{"choices": []}"#), Err(ModelError::InvalidOutput { reason, .. }) if reason.contains("no choices"))
         );

@@ -4,16 +4,22 @@ use super::{Anthropic, ChatModel, ModelError, OpenAi};
 use std::sync::Arc;
 
 /// The model a `provider:model` spec names, configured from the environment: `openai:gpt-4o-mini`
-/// ([`OpenAi`], also any OpenAI-compatible server through `OPENAI_BASE_URL`) or
-/// `anthropic:claude-sonnet-4-5` ([`Anthropic`]).
+/// ([`OpenAi`], also any OpenAI-compatible server through `OPENAI_BASE_URL`),
+/// `anthropic:claude-sonnet-4-5` ([`Anthropic`]), or a known OpenAI-compatible service
+/// ([`OpenAi::compatible`]): `groq`, `deepseek`, `xai`, `mistral`, `together`, `fireworks`,
+/// `openrouter`, and the local servers `vllm`, `lmstudio`, `llamacpp`.
 ///
 /// ```
 /// use graphwright::model::from_spec;
 ///
 /// let model = from_spec("openai:gpt-4o-mini")?;
 /// assert_eq!((model.provider(), model.model()), ("openai", "gpt-4o-mini"));
+/// let model = from_spec("openrouter:meta-llama/llama-3.3-70b-instruct")?;
+/// assert_eq!((model.provider(), model.model()), ("openrouter", "meta-llama/llama-3.3-70b-instruct"));
 /// let error = from_spec("gpt-4o-mini").unwrap_err();
 /// assert!(error.to_string().contains("provider:model"));
+/// let error = from_spec("nowhere:m").unwrap_err();
+/// assert!(error.to_string().contains("anthropic") && error.to_string().contains("llamacpp"));
 /// # Ok::<(), graphwright::model::ModelError>(())
 /// ```
 pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
@@ -25,8 +31,11 @@ pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
     match provider {
         "openai" => Ok(Arc::new(OpenAi::new(model))),
         "anthropic" => Ok(Arc::new(Anthropic::new(model))),
+        other if super::presets::find(other).is_some() => Ok(Arc::new(OpenAi::compatible(other, model)?)),
         other => Err(ModelError::Config(format!(
-            "unknown model provider `{other}` in `{spec}`: use `openai` (also for OpenAI-compatible servers) or `anthropic`"
+            "unknown model provider `{other}` in `{spec}`: use one of openai (also for any OpenAI-compatible server, \
+             with OPENAI_BASE_URL), anthropic, {}",
+            super::presets::names().join(", ")
         ))),
     }
 }
