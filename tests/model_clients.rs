@@ -1,12 +1,14 @@
-//! The model clients against real servers on loopback: aimock (OpenAI and Anthropic wire
-//! formats, injected errors, cut streams), llama.cpp's server with a real model, and canned
+//! The model clients against real servers on loopback: aimock (OpenAI, Anthropic and Ollama
+//! wire formats, injected errors, cut streams), llama.cpp's server with a real model, and canned
 //! responses for shapes no server sends on purpose.
 
 #[path = "support/model_servers.rs"]
 mod model_servers;
 
 use futures::StreamExt;
-use graphwright::model::{Anthropic, ChatModel, FinishReason, ModelError, ModelRetry, OpenAi, ToolChoice, Usage};
+use graphwright::model::{
+    Anthropic, ChatModel, FinishReason, ModelError, ModelRetry, Ollama, OpenAi, ToolChoice, Usage,
+};
 use graphwright::prelude::*;
 use graphwright::{EventKind, StreamMode};
 use model_servers::{Aimock, Canned, LlamaServer, Loopback};
@@ -139,6 +141,49 @@ async fn openai_streamed_parallel_tool_calls_reach_the_state_and_the_messages_st
     let function = &sent["tools"][0]["function"];
     assert_eq!((function["name"].as_str(), function["strict"].as_bool()), (Some("get_weather"), Some(true)));
     assert_eq!(function["parameters"]["additionalProperties"], false);
+}
+
+/// Ollama's native API: a whole reply, a streamed one (one JSON object per line), streamed tool
+/// calls reaching the state and the `messages` stream, the request it sent, and an error
+/// classified and named.
+#[tokio::test]
+async fn ollama_replies_streams_tool_calls_and_classified_errors() {
+    let mock = Aimock::start();
+    let ollama = || Ollama::new("test-model").base_url(mock.url());
+    let reply = ollama().temperature(0.5).respond(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert_eq!((reply.message.content.as_str(), reply.finish_reason), ("Hello there, friend!", FinishReason::Stop));
+    let sent = &mock.bodies("/api/chat").await[0];
+    assert_eq!((sent["model"].as_str(), sent["stream"].as_bool()), (Some("test-model"), Some(false)));
+    assert_eq!(sent["messages"], serde_json::json!([{"role": "user", "content": "say hello"}]));
+    // aimock journals the request as it read it: `options.temperature` as `temperature`.
+    assert_eq!(sent["temperature"], 0.5);
+
+    let (state, _, text) = stream_agent(Arc::new(ollama().streaming(true)), "say hello").await;
+    assert_eq!(text, "Hello there, friend!", "the text arrived in pieces on the messages stream");
+    assert_eq!(state.unwrap().messages.last().unwrap().content, "Hello there, friend!");
+
+    let model = ollama().streaming(true).bind_tools(&tools![GetWeather, GetTime]);
+    let (state, pieces, _) = stream_agent(Arc::new(model), "weather and time").await;
+    let state = state.unwrap();
+    let reply = state.messages.last().unwrap();
+    let calls: Vec<_> = reply.tool_calls.iter().map(|c| (c.name.as_str(), c.arguments.clone())).collect();
+    assert_eq!(
+        calls,
+        [("get_weather", serde_json::json!({"city": "Paris"})), ("get_time", serde_json::json!({"tz": "CET"}))]
+    );
+    assert!(reply.tool_calls[0].id != reply.tool_calls[1].id, "each call gets an id of its own");
+    let streamed: Vec<_> = pieces.iter().map(|p| (p.1, p.2.clone(), p.3.clone())).collect();
+    let expected: Vec<_> = reply
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i as u32, Some(c.id.clone()), Some(c.name.clone())))
+        .collect();
+    assert_eq!(streamed, expected, "each call is streamed whole under the id it keeps");
+
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error = ollama().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("ollama "), "{error}");
 }
 
 #[tokio::test]

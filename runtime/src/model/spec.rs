@@ -1,11 +1,12 @@
 //! Models named by a `provider:model` string.
 
-use super::{Anthropic, ChatModel, ModelError, OpenAi};
+use super::{Anthropic, ChatModel, ModelError, Ollama, OpenAi};
 use std::sync::Arc;
 
 /// The model a `provider:model` spec names, configured from the environment: `openai:gpt-4o-mini`
 /// ([`OpenAi`], also any OpenAI-compatible server through `OPENAI_BASE_URL`),
-/// `anthropic:claude-sonnet-4-5` ([`Anthropic`]), or a known OpenAI-compatible service
+/// `anthropic:claude-sonnet-4-5` ([`Anthropic`]), `ollama:qwen3` ([`Ollama`], its native
+/// API), or a known OpenAI-compatible service
 /// ([`OpenAi::compatible`]): `groq`, `deepseek`, `xai`, `mistral`, `together`, `fireworks`,
 /// `openrouter`, and the local servers `vllm`, `lmstudio`, `llamacpp`.
 ///
@@ -31,10 +32,11 @@ pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
     match provider {
         "openai" => Ok(Arc::new(OpenAi::new(model))),
         "anthropic" => Ok(Arc::new(Anthropic::new(model))),
+        "ollama" => Ok(Arc::new(Ollama::new(model))),
         other if super::presets::find(other).is_some() => Ok(Arc::new(OpenAi::compatible(other, model)?)),
         other => Err(ModelError::Config(format!(
             "unknown model provider `{other}` in `{spec}`: use one of openai (also for any OpenAI-compatible server, \
-             with OPENAI_BASE_URL), anthropic, {}",
+             with OPENAI_BASE_URL), anthropic, ollama, {}",
             super::presets::names().join(", ")
         ))),
     }
