@@ -388,6 +388,35 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_gives_its_token_counts_and_why_it_stopped() {
+        let raw = br#"{"model":"qwen3","message":{"role":"assistant","content":"Hel"},"done":false}"#;
+        let mut reply = Assembly::default();
+        reply.take(serde_json::from_slice(raw).unwrap(), &mut crate::model::Discard).unwrap();
+        assert!(reply.delivered && !reply.done);
+        let last = br#"{"model":"qwen3","message":{"content":"lo"},"done":true,"done_reason":"length",
+            "prompt_eval_count":26,"eval_count":3}"#;
+        reply.take(serde_json::from_slice(last).unwrap(), &mut crate::model::Discard).unwrap();
+        let reply = reply.finish(last).unwrap();
+        assert_eq!(reply.message.content, "Hello");
+        assert_eq!((reply.usage.input_tokens, reply.usage.output_tokens), (26, 3));
+        assert_eq!((reply.finish_reason, reply.model.as_str()), (FinishReason::Length, "qwen3"));
+        assert!(Assembly::default().finish(b"{}").is_err(), "a reply that never said it was done is an error");
+    }
+
+    #[test]
+    fn an_error_after_text_breaks_the_stream_and_one_before_is_classified() {
+        let error: Chunk = serde_json::from_str(r#"{"error":"model 'nope' not found"}"#).unwrap();
+        let failed = Assembly::default().take(error, &mut crate::model::Discard).unwrap_err();
+        assert!(!matches!(failed, ModelError::Stream { .. }) && failed.to_string().contains("not found"), "{failed}");
+        let mut reply = Assembly::default();
+        let text: Chunk = serde_json::from_str(r#"{"message":{"content":"Hi"},"done":false}"#).unwrap();
+        reply.take(text, &mut crate::model::Discard).unwrap();
+        let error: Chunk = serde_json::from_str(r#"{"error":"out of memory"}"#).unwrap();
+        let broken = reply.take(error, &mut crate::model::Discard).unwrap_err();
+        assert!(matches!(broken, ModelError::Stream { after_content: true, .. }), "{broken}");
+    }
+
+    #[test]
     fn requests_go_to_the_chat_api_under_the_servers_address() {
         let model = Ollama::new("m").base_url("http://10.0.0.2:11434/");
         assert_eq!(model.endpoint(), "http://10.0.0.2:11434/api/chat");
