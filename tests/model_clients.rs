@@ -1,5 +1,5 @@
-//! The model clients against real servers on loopback: aimock (OpenAI, Anthropic and Ollama
-//! wire formats, injected errors, cut streams), llama.cpp's server with a real model, and canned
+//! The model clients against real servers on loopback: aimock (OpenAI, Azure OpenAI, Anthropic
+//! and Ollama wire formats, injected errors, cut streams), llama.cpp's server with a real model, and canned
 //! responses for shapes no server sends on purpose.
 
 #[path = "support/model_servers.rs"]
@@ -141,6 +141,31 @@ async fn openai_streamed_parallel_tool_calls_reach_the_state_and_the_messages_st
     let function = &sent["tools"][0]["function"];
     assert_eq!((function["name"].as_str(), function["strict"].as_bool()), (Some("get_weather"), Some(true)));
     assert_eq!(function["parameters"]["additionalProperties"], false);
+}
+
+/// Azure OpenAI: a deployment's URL with its API version, the key in `api-key` (or an Entra ID
+/// token as a bearer), replies whole and streamed, errors named `azure`.
+#[tokio::test]
+async fn azure_speaks_to_a_deployment_with_its_api_version_and_key_header() {
+    let mock = Aimock::start();
+    let azure = || OpenAi::azure_at(mock.url(), "gpt-4o-prod").api_key("azure-key").api_version("2024-10-21");
+    assert!(azure().endpoint().ends_with("/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21"));
+    let reply = azure().max_tokens(32).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert_eq!(reply.content, "Hello there, friend!");
+    let streamed = azure().azure_ad_token("entra-token").streaming(true);
+    assert_eq!(streamed.invoke(&ask("say hello"), &Runtime::detached()).await.unwrap().content, "Hello there, friend!");
+    let journal = mock.journal().await;
+    for entry in &journal {
+        assert_eq!(entry["path"], "/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21");
+    }
+    let has = |at: usize, header: &str| journal[at]["headers"].get(header).is_some();
+    assert!(has(0, "api-key") && !has(0, "authorization"), "a key goes in `api-key`");
+    assert!(has(1, "authorization") && !has(1, "api-key"), "an Entra ID token is a bearer");
+    assert_eq!(journal[0]["body"]["max_completion_tokens"], 32, "Azure takes OpenAI's own name for the limit");
+
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error = azure().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("azure "), "{error}");
 }
 
 /// Ollama's native API: a whole reply, a streamed one (one JSON object per line), streamed tool

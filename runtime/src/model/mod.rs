@@ -71,7 +71,7 @@ pub use context::CallContext;
 pub use error::{BudgetLimit, ModelError};
 pub use hash::prompt_hash;
 pub use ollama::Ollama;
-pub use openai::OpenAi;
+pub use openai::{AZURE_API_VERSION, OpenAi};
 pub use reply::{Discard, FinishReason, ModelReply, ReplySink, ToolCallDelta};
 pub use request::{ModelRequest, ModelSettings, ResponseFormat, ToolChoice, ToolSpec};
 pub use retry::ModelRetry;

@@ -15,6 +15,11 @@ use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 
 const PROVIDER: &str = "openai";
+
+/// A variable of the environment, unless unset or empty.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// A client of an OpenAI-compatible Chat Completions endpoint (`POST {base}/chat/completions`).
@@ -36,10 +41,18 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub struct OpenAi {
     conn: Connection,
     headers: Vec<(String, String)>,
-    /// The service, as errors, spans and [`ChatModel::provider`] name it (`openai`, or a
-    /// preset's name).
+    /// The service, as errors, spans and [`ChatModel::provider`] name it (`openai`, `azure`, or
+    /// a preset's name).
     provider: &'static str,
+    /// Azure's `api-version` query parameter, on every request.
+    api_version: Option<String>,
+    /// The header the key goes in: `Authorization: Bearer` when `None`, Azure's `api-key`.
+    key_header: Option<&'static str>,
 }
+
+/// The Azure OpenAI API version requests name unless `OPENAI_API_VERSION` (or
+/// `AZURE_OPENAI_API_VERSION`) says otherwise: the latest generally available one.
+pub const AZURE_API_VERSION: &str = "2024-10-21";
 
 impl std::fmt::Debug for OpenAi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -51,7 +64,7 @@ impl OpenAi {
     /// A client of `model`, keyed and addressed by `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
     pub fn new(model: impl Into<String>) -> Self {
         let conn = Connection::from_env(model.into(), "OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY");
-        Self { conn, headers: Vec::new(), provider: PROVIDER }
+        Self { conn, headers: Vec::new(), provider: PROVIDER, api_version: None, key_header: None }
     }
 
     /// A client of `model` on a known OpenAI-compatible service, by name: `groq`, `deepseek`,
@@ -81,7 +94,69 @@ impl OpenAi {
             ))
         })?;
         let conn = Connection::from_env(model.into(), preset.url_var, preset.base_url, preset.key_var);
-        Ok(Self { conn, headers: Vec::new(), provider: preset.name })
+        Ok(Self { conn, headers: Vec::new(), provider: preset.name, api_version: None, key_header: None })
+    }
+
+    /// A client of the Azure OpenAI deployment `deployment` on the resource `AZURE_OPENAI_ENDPOINT`
+    /// names (`https://{resource}.openai.azure.com`), keyed by `AZURE_OPENAI_API_KEY` (sent as
+    /// `api-key`), under the API version `OPENAI_API_VERSION` (or `AZURE_OPENAI_API_VERSION`;
+    /// [`AZURE_API_VERSION`] unless set). An error names the variable when the endpoint is not
+    /// set. For a token from Microsoft Entra ID instead of a key, see
+    /// [`azure_ad_token`](Self::azure_ad_token).
+    pub fn azure(deployment: &str) -> Result<Self, super::ModelError> {
+        let endpoint = env("AZURE_OPENAI_ENDPOINT").ok_or_else(|| {
+            super::ModelError::Config(
+                "an Azure OpenAI client needs its resource's endpoint: set AZURE_OPENAI_ENDPOINT \
+                 (https://{resource}.openai.azure.com), or use OpenAi::azure_at(endpoint, deployment)"
+                    .to_owned(),
+            )
+        })?;
+        Ok(Self::azure_at(&endpoint, deployment))
+    }
+
+    /// [`azure`](Self::azure) on the resource at `endpoint`, given in code.
+    ///
+    /// ```
+    /// use graphwright::model::{ChatModel, OpenAi};
+    ///
+    /// let model = OpenAi::azure_at("https://contoso.openai.azure.com/", "gpt-4o-prod").api_key("key");
+    /// assert_eq!(model.provider(), "azure");
+    /// # if std::env::var("OPENAI_API_VERSION").is_err() && std::env::var("AZURE_OPENAI_API_VERSION").is_err() {
+    /// assert_eq!(
+    ///     model.endpoint(),
+    ///     "https://contoso.openai.azure.com/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21"
+    /// );
+    /// # }
+    /// ```
+    pub fn azure_at(endpoint: &str, deployment: &str) -> Self {
+        let base = format!("{}/openai/deployments/{deployment}", endpoint.trim_end_matches('/'));
+        let conn = Connection::from_env(deployment.to_owned(), "", &base, "AZURE_OPENAI_API_KEY");
+        let api_version = env("OPENAI_API_VERSION")
+            .or_else(|| env("AZURE_OPENAI_API_VERSION"))
+            .unwrap_or_else(|| AZURE_API_VERSION.to_owned());
+        Self {
+            conn,
+            headers: Vec::new(),
+            provider: "azure",
+            api_version: Some(api_version),
+            key_header: Some("api-key"),
+        }
+    }
+
+    /// Authenticates to Azure with a Microsoft Entra ID access token (`Authorization: Bearer`)
+    /// instead of a key. The token is the caller's to obtain and renew.
+    #[must_use]
+    pub fn azure_ad_token(mut self, token: impl Into<String>) -> Self {
+        self.conn.api_key = Some(token.into());
+        self.key_header = None;
+        self
+    }
+
+    /// The `api-version` query parameter sent with every request (Azure).
+    #[must_use]
+    pub fn api_version(mut self, version: impl Into<String>) -> Self {
+        self.api_version = Some(version.into());
+        self
     }
 
     /// The server's base URL, up to and including `/v1`.
@@ -114,13 +189,17 @@ impl OpenAi {
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.conn.base_url.trim_end_matches('/'))
+        let url = format!("{}/chat/completions", self.conn.base_url.trim_end_matches('/'));
+        match &self.api_version {
+            Some(version) => format!("{url}?api-version={version}"),
+            None => url,
+        }
     }
 
-    /// OpenAI's own API takes `max_completion_tokens` (its reasoning models refuse
+    /// OpenAI's own API and Azure's take `max_completion_tokens` (their reasoning models refuse
     /// `max_tokens`); compatible servers know `max_tokens`.
     fn is_openai_itself(&self) -> bool {
-        self.conn.base_url.contains("api.openai.com")
+        self.provider == "azure" || self.conn.base_url.contains("api.openai.com")
     }
 
     /// The request body.
@@ -187,8 +266,10 @@ impl OpenAi {
         let body = serde_json::to_vec(&self.body(&request))
             .map_err(|e| ModelError::Config(format!("the request could not be encoded: {e}")))?;
         let mut builder = self.conn.http.post(self.endpoint());
-        if let Some(key) = &self.conn.api_key {
-            builder = builder.bearer_auth(key);
+        match (&self.conn.api_key, self.key_header) {
+            (Some(key), None) => builder = builder.bearer_auth(key),
+            (Some(key), Some(header)) => builder = builder.header(header, key),
+            (None, _) => {}
         }
         for (name, value) in &self.headers {
             builder = builder.header(name, value);

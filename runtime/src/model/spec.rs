@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 /// The model a `provider:model` spec names, configured from the environment: `openai:gpt-4o-mini`
 /// ([`OpenAi`], also any OpenAI-compatible server through `OPENAI_BASE_URL`),
-/// `anthropic:claude-sonnet-4-5` ([`Anthropic`]), `ollama:qwen3` ([`Ollama`], its native
-/// API), or a known OpenAI-compatible service
+/// `azure:{deployment}` ([`OpenAi::azure`]), `anthropic:claude-sonnet-4-5` ([`Anthropic`]),
+/// `ollama:qwen3` ([`Ollama`], its native API), or a known OpenAI-compatible service
 /// ([`OpenAi::compatible`]): `groq`, `deepseek`, `xai`, `mistral`, `together`, `fireworks`,
 /// `openrouter`, and the local servers `vllm`, `lmstudio`, `llamacpp`.
 ///
@@ -33,10 +33,11 @@ pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
         "openai" => Ok(Arc::new(OpenAi::new(model))),
         "anthropic" => Ok(Arc::new(Anthropic::new(model))),
         "ollama" => Ok(Arc::new(Ollama::new(model))),
+        "azure" => Ok(Arc::new(OpenAi::azure(model)?)),
         other if super::presets::find(other).is_some() => Ok(Arc::new(OpenAi::compatible(other, model)?)),
         other => Err(ModelError::Config(format!(
             "unknown model provider `{other}` in `{spec}`: use one of openai (also for any OpenAI-compatible server, \
-             with OPENAI_BASE_URL), anthropic, ollama, {}",
+             with OPENAI_BASE_URL), azure, anthropic, ollama, {}",
             super::presets::names().join(", ")
         ))),
     }
