@@ -1,5 +1,5 @@
-//! The model clients against real servers on loopback: aimock (OpenAI, Azure OpenAI, Anthropic
-//! and Ollama wire formats, injected errors, cut streams), llama.cpp's server with a real model, and canned
+//! The model clients against real servers on loopback: aimock (OpenAI, Azure OpenAI, Anthropic,
+//! Gemini and Ollama wire formats, injected errors, cut streams), llama.cpp's server with a real model, and canned
 //! responses for shapes no server sends on purpose.
 
 #[path = "support/model_servers.rs"]
@@ -7,7 +7,7 @@ mod model_servers;
 
 use futures::StreamExt;
 use graphwright::model::{
-    Anthropic, ChatModel, FinishReason, ModelError, ModelRetry, Ollama, OpenAi, ToolChoice, Usage,
+    Anthropic, ChatModel, FinishReason, Gemini, ModelError, ModelRetry, Ollama, OpenAi, ToolChoice, Usage,
 };
 use graphwright::prelude::*;
 use graphwright::{EventKind, StreamMode};
@@ -166,6 +166,43 @@ async fn azure_speaks_to_a_deployment_with_its_api_version_and_key_header() {
     mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
     let error = azure().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
     assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("azure "), "{error}");
+}
+
+/// Gemini's native API: a whole reply and the request it sent (path, key header, system
+/// instruction), a streamed one (server-sent events) through a graph's `messages` stream,
+/// streamed function calls reaching the state, and an error classified and named.
+#[tokio::test]
+async fn gemini_replies_streams_function_calls_and_classified_errors() {
+    let mock = Aimock::start();
+    let gemini = || Gemini::new("test-model").base_url(format!("{}/v1beta", mock.url())).api_key("g-key");
+    let messages = [Message::system("be brief"), Message::user("say hello")];
+    let reply = gemini().max_tokens(64).respond(&messages, &Runtime::detached()).await.unwrap();
+    assert_eq!((reply.message.content.as_str(), reply.finish_reason), ("Hello there, friend!", FinishReason::Stop));
+    let journal = mock.journal().await;
+    assert_eq!(journal[0]["path"], "/v1beta/models/test-model:generateContent");
+    assert!(journal[0]["headers"].get("x-goog-api-key").is_some(), "the key goes in x-goog-api-key");
+
+    let (state, _, text) = stream_agent(Arc::new(gemini().streaming(true)), "say hello").await;
+    assert_eq!(text, "Hello there, friend!", "the text arrived on the messages stream");
+    assert_eq!(state.unwrap().messages.last().unwrap().content, "Hello there, friend!");
+    let streamed = &mock.journal().await[1];
+    assert_eq!(streamed["path"], "/v1beta/models/test-model:streamGenerateContent?alt=sse");
+
+    let model = gemini().streaming(true).bind_tools(&tools![GetWeather, GetTime]);
+    let (state, pieces, _) = stream_agent(Arc::new(model), "weather and time").await;
+    let state = state.unwrap();
+    let reply = state.messages.last().unwrap();
+    let calls: Vec<_> = reply.tool_calls.iter().map(|c| (c.name.as_str(), c.arguments.clone())).collect();
+    assert_eq!(
+        calls,
+        [("get_weather", serde_json::json!({"city": "Paris"})), ("get_time", serde_json::json!({"tz": "CET"}))]
+    );
+    let names: Vec<_> = pieces.iter().filter_map(|p| p.3.clone()).collect();
+    assert_eq!(names, ["get_weather", "get_time"], "each call is streamed whole");
+
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error = gemini().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("gemini "), "{error}");
 }
 
 /// Ollama's native API: a whole reply, a streamed one (one JSON object per line), streamed tool

@@ -1,12 +1,13 @@
 //! Models named by a `provider:model` string.
 
-use super::{Anthropic, ChatModel, ModelError, Ollama, OpenAi};
+use super::{Anthropic, ChatModel, Gemini, ModelError, Ollama, OpenAi};
 use std::sync::Arc;
 
 /// The model a `provider:model` spec names, configured from the environment: `openai:gpt-4o-mini`
 /// ([`OpenAi`], also any OpenAI-compatible server through `OPENAI_BASE_URL`),
 /// `azure:{deployment}` ([`OpenAi::azure`]), `anthropic:claude-sonnet-4-5` ([`Anthropic`]),
-/// `ollama:qwen3` ([`Ollama`], its native API), or a known OpenAI-compatible service
+/// `gemini:gemini-2.5-flash` ([`Gemini`], also `google:`), `ollama:qwen3` ([`Ollama`], its
+/// native API), or a known OpenAI-compatible service
 /// ([`OpenAi::compatible`]): `groq`, `deepseek`, `xai`, `mistral`, `together`, `fireworks`,
 /// `openrouter`, and the local servers `vllm`, `lmstudio`, `llamacpp`.
 ///
@@ -33,11 +34,12 @@ pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
         "openai" => Ok(Arc::new(OpenAi::new(model))),
         "anthropic" => Ok(Arc::new(Anthropic::new(model))),
         "ollama" => Ok(Arc::new(Ollama::new(model))),
+        "gemini" | "google" => Ok(Arc::new(Gemini::new(model))),
         "azure" => Ok(Arc::new(OpenAi::azure(model)?)),
         other if super::presets::find(other).is_some() => Ok(Arc::new(OpenAi::compatible(other, model)?)),
         other => Err(ModelError::Config(format!(
             "unknown model provider `{other}` in `{spec}`: use one of openai (also for any OpenAI-compatible server, \
-             with OPENAI_BASE_URL), azure, anthropic, ollama, {}",
+             with OPENAI_BASE_URL), azure, anthropic, gemini, ollama, {}",
             super::presets::names().join(", ")
         ))),
     }
