@@ -2,11 +2,10 @@
 
 use super::http::{self, Connection, ErrorBody, invalid};
 use super::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
-use super::request::{ModelRequest, ModelSettings, ToolChoice};
+use super::request::{ModelRequest, ToolChoice};
 use super::sse;
-use super::{ChatModel, ModelError, Usage};
+use super::{ModelError, Usage};
 use crate::message::{Message, Role, ToolCall};
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -160,31 +159,7 @@ impl Anthropic {
     }
 }
 
-impl ChatModel for Anthropic {
-    fn provider(&self) -> &str {
-        PROVIDER
-    }
-
-    fn model(&self) -> &str {
-        &self.conn.model
-    }
-
-    fn settings(&self) -> &ModelSettings {
-        &self.conn.settings
-    }
-
-    fn settings_mut(&mut self) -> &mut ModelSettings {
-        &mut self.conn.settings
-    }
-
-    fn generate<'a>(
-        &'a self,
-        request: ModelRequest<'a>,
-        sink: &'a mut dyn ReplySink,
-    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(self.send(request, sink))
-    }
-}
+chat_model_over_connection!(Anthropic, |_client| PROVIDER);
 
 /// The conversation as alternating user and assistant turns of content blocks.
 fn turns(messages: &[Message]) -> Vec<Value> {
@@ -523,6 +498,7 @@ async fn read_stream(response: reqwest::Response, sink: &mut dyn ReplySink) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ModelSettings;
     use crate::model::reply::Discard;
 
     #[test]

@@ -3,11 +3,10 @@
 
 use super::http::{self, Connection, ErrorBody, invalid};
 use super::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
-use super::request::{ModelRequest, ModelSettings, ToolChoice};
+use super::request::{ModelRequest, ToolChoice};
 use super::sse;
-use super::{ChatModel, ModelError, Usage};
+use super::{ModelError, Usage};
 use crate::message::{Message, Role, ToolCall};
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -172,31 +171,7 @@ impl Gemini {
     }
 }
 
-impl ChatModel for Gemini {
-    fn provider(&self) -> &str {
-        PROVIDER
-    }
-
-    fn model(&self) -> &str {
-        &self.conn.model
-    }
-
-    fn settings(&self) -> &ModelSettings {
-        &self.conn.settings
-    }
-
-    fn settings_mut(&mut self) -> &mut ModelSettings {
-        &mut self.conn.settings
-    }
-
-    fn generate<'a>(
-        &'a self,
-        request: ModelRequest<'a>,
-        sink: &'a mut dyn ReplySink,
-    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(self.send(request, sink))
-    }
-}
+chat_model_over_connection!(Gemini, |_client| PROVIDER);
 
 /// The conversation as Gemini's contents: user and model turns; a tool's answer is a
 /// `functionResponse` of the user, named after the call it answers (Gemini matches by name).
@@ -375,7 +350,7 @@ impl Assembly {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::request::{ResponseFormat, ToolSpec};
+    use crate::model::request::{ModelSettings, ResponseFormat, ToolSpec};
     use std::sync::Arc;
 
     #[test]

@@ -47,6 +47,40 @@
 //!
 //! [`RunOutput::usage`]: crate::RunOutput::usage
 
+/// The [`ChatModel`] of a client that keeps its model and settings in `conn` (an
+/// `http::Connection`) and sends with `async fn send(&self, ModelRequest, &mut dyn ReplySink)`;
+/// `|client| name` says how it names its provider.
+macro_rules! chat_model_over_connection {
+    ($client:ty, |$this:ident| $provider:expr) => {
+        impl $crate::model::ChatModel for $client {
+            fn provider(&self) -> &str {
+                let $this = self;
+                $provider
+            }
+
+            fn model(&self) -> &str {
+                &self.conn.model
+            }
+
+            fn settings(&self) -> &$crate::model::ModelSettings {
+                &self.conn.settings
+            }
+
+            fn settings_mut(&mut self) -> &mut $crate::model::ModelSettings {
+                &mut self.conn.settings
+            }
+
+            fn generate<'a>(
+                &'a self,
+                request: $crate::model::ModelRequest<'a>,
+                sink: &'a mut dyn $crate::model::ReplySink,
+            ) -> futures::future::BoxFuture<'a, Result<$crate::model::ModelReply, $crate::model::ModelError>> {
+                Box::pin(self.send(request, sink))
+            }
+        }
+    };
+}
+
 mod anthropic;
 mod call;
 mod chunk_shape;

@@ -5,9 +5,8 @@ use super::http::{self, Connection, ErrorBody, invalid};
 use super::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
 use super::request::{ModelRequest, ModelSettings, ToolChoice};
 use super::sse;
-use super::{ChatModel, ModelError, Usage};
+use super::{ModelError, Usage};
 use crate::message::{Message, Role, ToolCall};
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -129,31 +128,7 @@ impl Ollama {
     }
 }
 
-impl ChatModel for Ollama {
-    fn provider(&self) -> &str {
-        PROVIDER
-    }
-
-    fn model(&self) -> &str {
-        &self.conn.model
-    }
-
-    fn settings(&self) -> &ModelSettings {
-        &self.conn.settings
-    }
-
-    fn settings_mut(&mut self) -> &mut ModelSettings {
-        &mut self.conn.settings
-    }
-
-    fn generate<'a>(
-        &'a self,
-        request: ModelRequest<'a>,
-        sink: &'a mut dyn ReplySink,
-    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(self.send(request, sink))
-    }
-}
+chat_model_over_connection!(Ollama, |_client| PROVIDER);
 
 /// The tools offered, as the tool choice allows (Ollama has no way to force a call).
 fn offered_tools(settings: &ModelSettings) -> Vec<Value> {

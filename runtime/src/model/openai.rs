@@ -4,12 +4,11 @@
 use super::chunk_shape::ChunkShape;
 use super::http::{self, Connection, ErrorBody, invalid};
 use super::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
-use super::request::{ModelRequest, ModelSettings, ToolChoice};
+use super::request::{ModelRequest, ToolChoice};
 use super::sse;
-use super::{ChatModel, ModelError, Usage};
+use super::{ModelError, Usage};
 use crate::message::{Message, Role, ToolCall};
 use crate::tool::schema;
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
@@ -287,31 +286,7 @@ impl OpenAi {
     }
 }
 
-impl ChatModel for OpenAi {
-    fn provider(&self) -> &str {
-        self.provider
-    }
-
-    fn model(&self) -> &str {
-        &self.conn.model
-    }
-
-    fn settings(&self) -> &ModelSettings {
-        &self.conn.settings
-    }
-
-    fn settings_mut(&mut self) -> &mut ModelSettings {
-        &mut self.conn.settings
-    }
-
-    fn generate<'a>(
-        &'a self,
-        request: ModelRequest<'a>,
-        sink: &'a mut dyn ReplySink,
-    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(self.send(request, sink))
-    }
-}
+chat_model_over_connection!(OpenAi, |client| client.provider);
 
 /// A message in the Chat Completions form; `None` for what is not sent (remove markers).
 fn wire_message(message: &Message) -> Option<Value> {
