@@ -128,6 +128,16 @@ fn check_parallel_calls(state: &agent::State, pieces: &[Piece]) {
     assert_eq!(serde_json::from_str::<Value>(&args_of(0)).unwrap(), serde_json::json!({"city": "Paris"}));
 }
 
+/// The reply to "weather and time" of a provider that gives its own call ids (or none): the
+/// two calls, by name and arguments.
+fn assert_weather_and_time_calls(reply: &Message) {
+    let calls: Vec<_> = reply.tool_calls.iter().map(|c| (c.name.as_str(), c.arguments.clone())).collect();
+    assert_eq!(
+        calls,
+        [("get_weather", serde_json::json!({"city": "Paris"})), ("get_time", serde_json::json!({"tz": "CET"}))]
+    );
+}
+
 #[tokio::test]
 async fn openai_streamed_parallel_tool_calls_reach_the_state_and_the_messages_stream() {
     let mock = Aimock::start();
@@ -192,11 +202,7 @@ async fn gemini_replies_streams_function_calls_and_classified_errors() {
     let (state, pieces, _) = stream_agent(Arc::new(model), "weather and time").await;
     let state = state.unwrap();
     let reply = state.messages.last().unwrap();
-    let calls: Vec<_> = reply.tool_calls.iter().map(|c| (c.name.as_str(), c.arguments.clone())).collect();
-    assert_eq!(
-        calls,
-        [("get_weather", serde_json::json!({"city": "Paris"})), ("get_time", serde_json::json!({"tz": "CET"}))]
-    );
+    assert_weather_and_time_calls(reply);
     let names: Vec<_> = pieces.iter().filter_map(|p| p.3.clone()).collect();
     assert_eq!(names, ["get_weather", "get_time"], "each call is streamed whole");
 
@@ -228,11 +234,7 @@ async fn ollama_replies_streams_tool_calls_and_classified_errors() {
     let (state, pieces, _) = stream_agent(Arc::new(model), "weather and time").await;
     let state = state.unwrap();
     let reply = state.messages.last().unwrap();
-    let calls: Vec<_> = reply.tool_calls.iter().map(|c| (c.name.as_str(), c.arguments.clone())).collect();
-    assert_eq!(
-        calls,
-        [("get_weather", serde_json::json!({"city": "Paris"})), ("get_time", serde_json::json!({"tz": "CET"}))]
-    );
+    assert_weather_and_time_calls(reply);
     assert!(reply.tool_calls[0].id != reply.tool_calls[1].id, "each call gets an id of its own");
     let streamed: Vec<_> = pieces.iter().map(|p| (p.1, p.2.clone(), p.3.clone())).collect();
     let expected: Vec<_> = reply

@@ -179,6 +179,23 @@ async fn noted(place: &Place, line: &str) {
     panic!("the ledger never got {line:?}: {:?}", lines(place));
 }
 
+/// A thread on `url` with run `a` sent, then run `b` queued behind it; once `first` of run a
+/// has noted itself (run a is in `second`).
+async fn a_then_b(url: &str, place: &Place) -> (String, String, String) {
+    let thread = thread(url).await;
+    let (a, b) = (run(url, &thread, "a").await, run(url, &thread, "b").await);
+    noted(place, "first a").await;
+    (thread, a, b)
+}
+
+/// Runs `a` and `b` of `thread` ended `success` (as `url` says), each node having run once, in
+/// order.
+async fn both_succeeded(url: &str, place: &Place, thread: &str, [a, b]: [&str; 2]) {
+    assert_eq!(ended(url, thread, a).await, "success");
+    assert_eq!(ended(url, thread, b).await, "success");
+    assert_eq!(lines(place), ["first a", "second a", "first b", "second b"]);
+}
+
 async fn thread(url: &str) -> String {
     post(&format!("{url}/threads"), json!({})).await["thread_id"].as_str().unwrap().to_owned()
 }
@@ -192,9 +209,7 @@ async fn run(url: &str, thread: &str, tag: &str) -> String {
 async fn a_restarted_process_takes_up_the_runs_it_accepted() {
     let place = place();
     let (killed, url) = start(&place);
-    let thread = thread(&url).await;
-    let (a, b) = (run(&url, &thread, "a").await, run(&url, &thread, "b").await);
-    noted(&place, "first a").await;
+    let (thread, a, b) = a_then_b(&url, &place).await;
     // In the middle of `second`, once the checkpoint of `first` is stored (it is written while
     // `second` starts): run a is in flight, run b waits behind it.
     tokio::time::sleep(SLOW * 2 / 3).await;
@@ -254,18 +269,14 @@ async fn given_up_after(attempts: u32, place: &Place) {
 async fn sigterm_lets_the_run_in_flight_finish_and_hands_back_the_rest() {
     let place = place();
     let (mut stopped, url) = start(&place);
-    let thread = thread(&url).await;
-    let (a, b) = (run(&url, &thread, "a").await, run(&url, &thread, "b").await);
-    noted(&place, "first a").await;
+    let (thread, a, b) = a_then_b(&url, &place).await;
     let sent = std::process::Command::new("kill").args(["-TERM", &stopped.id().to_string()]).status().unwrap();
     assert!(sent.success(), "kill -TERM failed");
     assert!(stopped.ended_within(Duration::from_secs(20)), "the process did not stop once its run finished");
     assert_eq!(lines(&place), ["first a", "second a"], "run a finished and run b did not start");
 
     let (_process, url) = start(&place);
-    assert_eq!(ended(&url, &thread, &a).await, "success");
-    assert_eq!(ended(&url, &thread, &b).await, "success");
-    assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
+    both_succeeded(&url, &place, &thread, [&a, &b]).await;
     let metrics = get(&format!("{url}/metrics?format=json")).await;
     assert_eq!(metrics["runs"]["ledger"]["resumed"], 1, "{metrics}");
 }
@@ -313,9 +324,7 @@ async fn a_surviving_process_takes_over_the_runs_of_one_that_died() {
     let (_schema, place) = postgres_place();
     let (killed, url_a) = start(&place);
     let (_survivor, url_b) = start(&place);
-    let thread = thread(&url_a).await;
-    let (a, b) = (run(&url_a, &thread, "a").await, run(&url_a, &thread, "b").await);
-    noted(&place, "first a").await;
+    let (thread, a, b) = a_then_b(&url_a, &place).await;
     let joined = tokio::spawn({
         let url = format!("{url_b}/threads/{thread}/runs/{a}/join");
         async move { get(&url).await }
@@ -329,13 +338,22 @@ async fn a_surviving_process_takes_over_the_runs_of_one_that_died() {
     // (printed, not asserted: a measurement, for BENCHMARKS.md).
     let taken_over = killed_at.elapsed().saturating_sub(SLOW);
     println!("run a started again on the survivor {} ms after its process was killed", taken_over.as_millis());
-    assert_eq!(ended(&url_b, &thread, &a).await, "success");
-    assert_eq!(ended(&url_b, &thread, &b).await, "success");
-    assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
+    both_succeeded(&url_b, &place, &thread, [&a, &b]).await;
     assert_eq!(joined.await.unwrap()["done"], json!(["first a", "second a"]));
     assert_eq!(get(&format!("{url_b}/threads/{thread}")).await["status"], "idle");
     let metrics = get(&format!("{url_b}/metrics?format=json")).await;
     assert_eq!(metrics["runs"]["ledger"]["resumed"], 2, "{metrics}");
+}
+
+/// A client of the test's own on the schema's database, for what no route does.
+#[cfg(feature = "postgres")]
+async fn sql(
+    schema: &postgres_server::TestSchema,
+) -> graphwright::checkpoint::deadpool_postgres::tokio_postgres::Client {
+    use graphwright::checkpoint::deadpool_postgres::tokio_postgres;
+    let (client, connection) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
 }
 
 /// The same on PostgreSQL, with the limit set to two attempts: each process started alone on
@@ -358,16 +376,12 @@ async fn on_postgres_sigterm_hands_the_runs_left_after_the_grace_to_another_proc
     let (_survivor, url_b) = start(&place);
     place.value.push_str("|grace_ms=200");
     let (mut stopped, url_a) = start(&place);
-    let thread = thread(&url_a).await;
-    let (a, b) = (run(&url_a, &thread, "a").await, run(&url_a, &thread, "b").await);
-    noted(&place, "first a").await;
+    let (thread, a, b) = a_then_b(&url_a, &place).await;
     let sent = std::process::Command::new("kill").args(["-TERM", &stopped.id().to_string()]).status().unwrap();
     assert!(sent.success(), "kill -TERM failed");
     assert!(stopped.ended_within(Duration::from_secs(20)), "the process did not stop after its grace period");
 
-    assert_eq!(ended(&url_b, &thread, &a).await, "success");
-    assert_eq!(ended(&url_b, &thread, &b).await, "success");
-    assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
+    both_succeeded(&url_b, &place, &thread, [&a, &b]).await;
     assert_eq!(get(&format!("{url_b}/threads/{thread}")).await["status"], "idle");
 }
 
@@ -377,14 +391,12 @@ async fn on_postgres_sigterm_hands_the_runs_left_after_the_grace_to_another_proc
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_a_cancel_whose_notification_was_lost_still_stops_the_run() {
-    use graphwright::checkpoint::deadpool_postgres::tokio_postgres;
     let (schema, place) = postgres_place();
     let (_process, url) = start(&place);
     let thread = thread(&url).await;
     let a = run(&url, &thread, "a").await;
     noted(&place, "first a").await;
-    let (client, connection) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
+    let client = sql(&schema).await;
     // Stored as `POST .../cancel` stores it, without the notification.
     let asked = client.execute("UPDATE gw_runs SET cancel = 'interrupt' WHERE run_id = $1", &[&a]).await.unwrap();
     assert_eq!(asked, 1);
@@ -399,15 +411,11 @@ async fn on_postgres_a_cancel_whose_notification_was_lost_still_stops_the_run() 
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_a_process_that_loses_its_lease_stops_and_its_runs_are_taken_over() {
-    use graphwright::checkpoint::deadpool_postgres::tokio_postgres;
     let (schema, place) = postgres_place();
     let (mut cut_off, url_a) = start(&place);
     let (_survivor, url_b) = start(&place);
-    let thread = thread(&url_a).await;
-    let (a, b) = (run(&url_a, &thread, "a").await, run(&url_a, &thread, "b").await);
-    noted(&place, "first a").await;
-    let (client, connection) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
+    let (thread, a, b) = a_then_b(&url_a, &place).await;
+    let client = sql(&schema).await;
     let lease = format!("graphwright-server lease {}", cut_off.id());
     let cut = client
         .execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", &[&lease])
@@ -416,9 +424,7 @@ async fn on_postgres_a_process_that_loses_its_lease_stops_and_its_runs_are_taken
     assert_eq!(cut, 1, "the process's lease is one session");
     assert!(cut_off.ended_within(Duration::from_secs(10)), "the process went on serving without its lease");
 
-    assert_eq!(ended(&url_b, &thread, &a).await, "success");
-    assert_eq!(ended(&url_b, &thread, &b).await, "success");
-    assert_eq!(lines(&place), ["first a", "second a", "first b", "second b"]);
+    both_succeeded(&url_b, &place, &thread, [&a, &b]).await;
     assert_eq!(get(&format!("{url_b}/threads/{thread}")).await["status"], "idle");
 }
 

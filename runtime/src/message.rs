@@ -65,6 +65,19 @@ impl ToolCall {
             serde_json::from_str(arguments).unwrap_or_else(|_| serde_json::Value::String(arguments.to_owned()));
         Self::new(id, name, arguments)
     }
+
+    /// The arguments as a JSON object, for providers that take nothing else (Anthropic, Gemini,
+    /// Ollama): text holding an object's JSON is parsed, anything else is sent as `{}`.
+    pub(crate) fn arguments_object(&self) -> serde_json::Value {
+        match &self.arguments {
+            serde_json::Value::Object(_) => self.arguments.clone(),
+            serde_json::Value::String(text) => serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .filter(serde_json::Value::is_object)
+                .unwrap_or_else(|| serde_json::json!({})),
+            _ => serde_json::json!({}),
+        }
+    }
 }
 
 /// One chat message.

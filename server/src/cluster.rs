@@ -34,12 +34,13 @@ use crate::sealed::open_run;
 use crate::sealed::{Row, Sealer};
 use crate::served::Outcome;
 use crate::time;
+use crate::time::now_ms;
 use futures::{FutureExt, StreamExt};
 use graphwright::checkpoint::deadpool_postgres::Pool;
 use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, AsyncMessage, NoTls};
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 /// The channel of this module's notifications.
@@ -100,11 +101,6 @@ fn cancel_of(name: &str) -> Option<Cancel> {
         "rollback" => Some(Cancel::Rollback),
         _ => None,
     }
-}
-
-fn now_ms() -> i64 {
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
 fn encode(outcome: &Outcome) -> String {
@@ -456,26 +452,9 @@ impl Cluster {
         thread: &str,
         attempt: i32,
     ) -> Result<(), ApiError> {
-        let given_up = crate::meta::attempts_exhausted(attempt);
-        let now = time::now();
-        let encoded = encode(&given_up);
+        let encoded = encode(&crate::meta::attempts_exhausted(attempt));
         let outcome = self.sealer.seal_text(&encoded, Row::run(id), "outcome")?;
-        tx.execute(
-            "UPDATE gw_runs SET status = 'error', updated_at = $2, outcome = COALESCE(outcome, $3), ended_at_ms = $4
-             WHERE run_id = $1",
-            &[&id, &now, &outcome.as_ref(), &now_ms()],
-        )
-        .await?;
-        tx.execute(
-            "UPDATE gw_threads SET updated_at = $2, status = CASE WHEN EXISTS (
-                 SELECT 1 FROM gw_runs WHERE thread_id = $1 AND status IN ('pending', 'running'))
-                 THEN 'busy' ELSE 'error' END
-             WHERE thread_id = $1",
-            &[&thread, &now],
-        )
-        .await?;
-        tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&CHANNEL, &id]).await?;
-        Ok(())
+        crate::meta::postgres::give_up_in(tx, thread, id, &outcome).await
     }
 
     /// Applies the cancels of this process's runs no notification brought, and takes over the

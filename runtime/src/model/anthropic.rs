@@ -36,12 +36,6 @@ pub struct Anthropic {
     betas: Vec<String>,
 }
 
-impl std::fmt::Debug for Anthropic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Anthropic").field("connection", &self.conn).finish_non_exhaustive()
-    }
-}
-
 impl Anthropic {
     /// A client of `model`, keyed and addressed by `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`.
     pub fn new(model: impl Into<String>) -> Self {
@@ -67,13 +61,6 @@ impl Anthropic {
     #[must_use]
     pub fn beta(mut self, feature: impl Into<String>) -> Self {
         self.betas.push(feature.into());
-        self
-    }
-
-    /// The HTTP client to send with, instead of the shared one.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
         self
     }
 
@@ -183,14 +170,7 @@ fn turns(messages: &[Message]) -> Vec<Value> {
                     blocks.push(json!({"type": "text", "text": message.content}));
                 }
                 for call in &message.tool_calls {
-                    let input = match &call.arguments {
-                        Value::Object(_) => call.arguments.clone(),
-                        Value::String(text) => serde_json::from_str::<Value>(text)
-                            .ok()
-                            .filter(Value::is_object)
-                            .unwrap_or_else(|| json!({})),
-                        _ => json!({}),
-                    };
+                    let input = call.arguments_object();
                     blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
                 }
                 if blocks.is_empty() {

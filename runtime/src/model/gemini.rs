@@ -36,12 +36,6 @@ pub struct Gemini {
     conn: Connection,
 }
 
-impl std::fmt::Debug for Gemini {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gemini").field("connection", &self.conn).finish_non_exhaustive()
-    }
-}
-
 impl Gemini {
     /// A client of `model`, keyed by `GEMINI_API_KEY` (or `GOOGLE_API_KEY`) and addressed by
     /// `GEMINI_BASE_URL`.
@@ -64,13 +58,6 @@ impl Gemini {
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.conn.api_key = Some(key.into());
-        self
-    }
-
-    /// The HTTP client to send with (its proxy, TLS roots and pool), instead of the shared one.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
         self
     }
 
@@ -190,11 +177,7 @@ fn contents(messages: &[Message]) -> Vec<Value> {
                     parts.push(json!({"text": message.content}));
                 }
                 for call in &message.tool_calls {
-                    let args = match &call.arguments {
-                        Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| json!({})),
-                        other => other.clone(),
-                    };
-                    parts.push(json!({"functionCall": {"name": call.name, "args": args}}));
+                    parts.push(json!({"functionCall": {"name": call.name, "args": call.arguments_object()}}));
                 }
                 ("model", parts)
             }
@@ -314,7 +297,7 @@ impl Assembly {
             }
             if let Some(call) = part.function_call {
                 let index = u32::try_from(self.calls.len()).unwrap_or(u32::MAX);
-                let id = call.id.unwrap_or_else(|| format!("call_{}", uuid::Uuid::new_v4().simple()));
+                let id = call.id.unwrap_or_else(|| format!("call_{}", crate::message::fresh_id()));
                 let args = if call.args.is_null() { json!({}) } else { call.args };
                 let text = args.to_string();
                 sink.tool_call(ToolCallDelta { index, id: Some(&id), name: Some(&call.name), arguments: &text });

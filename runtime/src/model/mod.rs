@@ -49,9 +49,26 @@
 
 /// The [`ChatModel`] of a client that keeps its model and settings in `conn` (an
 /// `http::Connection`) and sends with `async fn send(&self, ModelRequest, &mut dyn ReplySink)`;
-/// `|client| name` says how it names its provider.
+/// `|client| name` says how it names its provider. Also its `Debug` (the connection, never
+/// the key) and its `http_client` builder.
 macro_rules! chat_model_over_connection {
     ($client:ty, |$this:ident| $provider:expr) => {
+        impl std::fmt::Debug for $client {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($client)).field("connection", &self.conn).finish_non_exhaustive()
+            }
+        }
+
+        impl $client {
+            /// The HTTP client to send with (its proxy, TLS roots and pool), instead of the
+            /// shared one.
+            #[must_use]
+            pub fn http_client(mut self, client: reqwest::Client) -> Self {
+                self.conn.http = client;
+                self
+            }
+        }
+
         impl $crate::model::ChatModel for $client {
             fn provider(&self) -> &str {
                 let $this = self;

@@ -34,12 +34,6 @@ pub struct Ollama {
     conn: Connection,
 }
 
-impl std::fmt::Debug for Ollama {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ollama").field("connection", &self.conn).finish_non_exhaustive()
-    }
-}
-
 impl Ollama {
     /// A client of `model` on the server `OLLAMA_HOST` names (keyed by `OLLAMA_API_KEY`, if set).
     pub fn new(model: impl Into<String>) -> Self {
@@ -62,13 +56,6 @@ impl Ollama {
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.conn.api_key = Some(key.into());
-        self
-    }
-
-    /// The HTTP client to send with (its proxy, TLS roots and pool), instead of the shared one.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
         self
     }
 
@@ -157,14 +144,7 @@ fn wire_message(message: &Message) -> Option<Value> {
             let calls: Vec<Value> = message
                 .tool_calls
                 .iter()
-                .map(|c| {
-                    // Ollama takes the arguments as an object, not as text.
-                    let arguments = match &c.arguments {
-                        Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| json!({})),
-                        other => other.clone(),
-                    };
-                    json!({"function": {"name": c.name, "arguments": arguments}})
-                })
+                .map(|c| json!({"function": {"name": c.name, "arguments": c.arguments_object()}}))
                 .collect();
             json!({"role": "assistant", "content": message.content, "tool_calls": calls})
         }
@@ -235,7 +215,7 @@ impl Assembly {
             }
             for call in message.tool_calls {
                 let index = u32::try_from(self.calls.len()).unwrap_or(u32::MAX);
-                let id = format!("call_{}", uuid::Uuid::new_v4().simple());
+                let id = format!("call_{}", crate::message::fresh_id());
                 let arguments = match call.function.arguments {
                     Value::Null => json!({}),
                     other => other,

@@ -53,12 +53,6 @@ pub struct OpenAi {
 /// `AZURE_OPENAI_API_VERSION`) says otherwise: the latest generally available one.
 pub const AZURE_API_VERSION: &str = "2024-10-21";
 
-impl std::fmt::Debug for OpenAi {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAi").field("connection", &self.conn).finish_non_exhaustive()
-    }
-}
-
 impl OpenAi {
     /// A client of `model`, keyed and addressed by `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
     pub fn new(model: impl Into<String>) -> Self {
@@ -176,13 +170,6 @@ impl OpenAi {
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// The HTTP client to send with (its proxy, TLS roots and pool), instead of the shared one.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
         self
     }
 

@@ -36,7 +36,6 @@ use graphwright::AuthUser;
 use schedule::Schedule;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 
 /// Wakes this process's scheduler when crons change.
@@ -54,11 +53,7 @@ impl Alarm {
     }
 }
 
-/// Now, in milliseconds since the Unix epoch.
-fn now_ms() -> i64 {
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    i64::try_from(ms).unwrap_or(i64::MAX)
-}
+use crate::time::now_ms;
 
 fn cron_not_found(id: &str) -> ApiError {
     ApiError::NotFound(format!("Cron {id} not found"))

@@ -456,26 +456,7 @@ impl PgMeta {
     pub(crate) async fn give_up(&self, thread: &str, run: &str, outcome: &str) -> Result<(), ApiError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        let now = time::now();
-        let ended_ms = i64::try_from(
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis()),
-        )
-        .unwrap_or(i64::MAX);
-        tx.execute(
-            "UPDATE gw_runs SET status = 'error', updated_at = $2, outcome = COALESCE(outcome, $3),
-                 ended_at_ms = $4 WHERE run_id = $1",
-            &[&run, &now, &outcome, &ended_ms],
-        )
-        .await?;
-        tx.execute(
-            "UPDATE gw_threads SET updated_at = $2, status = CASE WHEN EXISTS (
-                 SELECT 1 FROM gw_runs WHERE thread_id = $1 AND status IN ('pending', 'running'))
-                 THEN 'busy' ELSE 'error' END
-             WHERE thread_id = $1",
-            &[&thread, &now],
-        )
-        .await?;
-        tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&crate::cluster::CHANNEL, &run]).await?;
+        give_up_in(&tx, thread, run, outcome).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -568,4 +549,32 @@ pub(crate) async fn open_runs(client: &impl GenericClient, thread: &str) -> Resu
         )
         .await?;
     Ok(rows.iter().map(|r| r.try_get(0)).collect::<Result<_, _>>()?)
+}
+
+/// [`PgMeta::give_up`] inside the transaction `tx` (the orphan sweep's, which holds the dead
+/// owner's lock).
+pub(crate) async fn give_up_in(
+    tx: &tokio_postgres::Transaction<'_>,
+    thread: &str,
+    run: &str,
+    outcome: &str,
+) -> Result<(), ApiError> {
+    let now = time::now();
+    let ended_ms = time::now_ms();
+    tx.execute(
+        "UPDATE gw_runs SET status = 'error', updated_at = $2, outcome = COALESCE(outcome, $3),
+             ended_at_ms = $4 WHERE run_id = $1",
+        &[&run, &now, &outcome, &ended_ms],
+    )
+    .await?;
+    tx.execute(
+        "UPDATE gw_threads SET updated_at = $2, status = CASE WHEN EXISTS (
+             SELECT 1 FROM gw_runs WHERE thread_id = $1 AND status IN ('pending', 'running'))
+             THEN 'busy' ELSE 'error' END
+         WHERE thread_id = $1",
+        &[&thread, &now],
+    )
+    .await?;
+    tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&crate::cluster::CHANNEL, &run]).await?;
+    Ok(())
 }
