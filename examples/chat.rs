@@ -122,7 +122,7 @@ async fn main() -> Result<(), Report> {
                 }
                 print!("{delta}");
             }
-            EventKind::Update { node, update } if node == "tools" => {
+            EventKind::Update { node, update, .. } if node == "tools" => {
                 for message in update.messages.as_ref().map(Write::value).into_iter().flatten() {
                     println!("tool {}: {}", message.tool_call_id.as_deref().unwrap_or("?"), message.content);
                 }

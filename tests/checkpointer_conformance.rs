@@ -6,13 +6,14 @@
 #[path = "support/postgres.rs"]
 mod postgres_server;
 
+use futures::StreamExt;
 use graphwright::StateSnapshot;
 use graphwright::checkpoint::{
     CheckpointError, CheckpointRecord, Checkpointer, Claim, FORMAT_VERSION, ListFilter, Source, SqliteSaver,
     WriteRecord,
 };
 use graphwright::prelude::*;
-use graphwright::{Durability, MemorySaver};
+use graphwright::{Durability, EventKind, MemorySaver};
 use std::sync::{Arc, Mutex};
 
 fn record(thread: &str, id: &str, parent: Option<&str>, step: i64, source: Source) -> CheckpointRecord {
@@ -475,6 +476,40 @@ async fn runs_on_a_thread(saver: Arc<dyn Checkpointer>, backend: &str) {
     }
 }
 
+#[graph]
+mod held {
+    use super::*;
+
+    #[state]
+    pub struct State {
+        /// The node waits forever: the run holds its thread until it is dropped.
+        pub wait: bool,
+        pub done: bool,
+    }
+
+    #[node(entry, next = END)]
+    async fn work(state: &State) -> StateUpdate {
+        if state.wait {
+            std::future::pending::<()>().await;
+        }
+        StateUpdate::new().done(true)
+    }
+}
+
+/// A run dropped mid-step (a cancelled run) gives its thread back before the drop returns: the
+/// next run on it in this process starts at once instead of being refused as busy. (Tested on a
+/// single-threaded runtime, where a release left to a background task could not have run yet.)
+async fn a_dropped_run_frees_its_thread_at_once(saver: Arc<dyn Checkpointer>, backend: &str) {
+    let app = held::graph().shared_checkpointer(saver).compile().unwrap();
+    let cfg = RunConfig::thread(format!("{backend}-dropped"));
+    let mut run = app.stream(held::State { wait: true, done: false }, &cfg, StreamMode::Values);
+    let first = run.next().await.expect("the input's values come first");
+    assert!(matches!(&first.kind, EventKind::Values(state) if state.wait), "{:?}", first.kind);
+    drop(run);
+    let out = app.invoke(held::StateUpdate::new().wait(false), &cfg).await.unwrap();
+    assert!(out.state.done && !out.state.wait, "{:?}", out.state);
+}
+
 macro_rules! conformance {
     ($backend:ident, $make:expr) => {
         mod $backend {
@@ -532,6 +567,12 @@ macro_rules! conformance {
             async fn prune_history_keeps_the_latest_state() {
                 let (saver, _keep) = $make;
                 super::prune_history_keeps_the_latest_state(saver, stringify!($backend)).await;
+            }
+
+            #[tokio::test]
+            async fn a_dropped_run_frees_its_thread_at_once() {
+                let (saver, _keep) = $make;
+                super::a_dropped_run_frees_its_thread_at_once(saver, stringify!($backend)).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

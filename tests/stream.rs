@@ -44,8 +44,9 @@ async fn updates_and_values_of_a_chain_come_in_order_then_one_terminal() {
     let events = collect(app.stream(Count::default(), &RunConfig::default(), StreamMode::Updates)).await;
     assert_eq!(events.len(), 1001);
     for (i, event) in events[..1000].iter().enumerate() {
-        let EventKind::Update { node, update } = &event.kind else { panic!("{event:?}") };
+        let EventKind::Update { node, update, cached } = &event.kind else { panic!("{event:?}") };
         assert_eq!(node, &format!("node_{i}"));
+        assert!(!cached, "a node without a cache policy always runs");
         assert_eq!(update.counter, Some(graphwright::Write::Reduce(i64::try_from(i).unwrap() + 1)));
         assert_eq!(event.step, i as u64 + 1);
     }

@@ -251,7 +251,7 @@ async fn subgraph_events_carry_their_namespace_in_order() {
         assert!(event.namespace.iter().all(|segment| segment.contains(':')), "{:?}", event.namespace);
         seen.push(match event.kind {
             EventKind::Update { node, .. } => format!("{depth} update {node}"),
-            EventKind::SubgraphUpdate { node, update } => format!("{depth} subgraph update {node} {update}"),
+            EventKind::SubgraphUpdate { node, update, .. } => format!("{depth} subgraph update {node} {update}"),
             EventKind::Custom { node, value } => format!("{depth} custom {node} {value}"),
             EventKind::Interrupted { .. } => "interrupted".to_owned(),
             other => format!("{depth} {other:?}"),

@@ -196,7 +196,7 @@ fn stream_chain(name: &'static str, mode: StreamMode) -> Value {
                 while let Some(event) = events.next().await {
                     first.get_or_insert_with(|| started.elapsed());
                     match event.kind {
-                        EventKind::Update { node, update } => {
+                        EventKind::Update { node, update, .. } => {
                             count += 1;
                             if let Some(graphwright::Write::Reduce(counter)) = update.counter {
                                 last = format!("{node}:{counter}");

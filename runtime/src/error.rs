@@ -294,6 +294,19 @@ pub enum GraphError {
     /// The checkpoint store failed or held unreadable data.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),
+    /// The graph's cache failed (when it was cleared; a failure while a run reads or writes it
+    /// is logged and the node runs).
+    #[error(transparent)]
+    Cache(#[from] crate::cache::CacheError),
+    /// [`clear_cache`](crate::CompiledGraph::clear_cache) was asked for something the graph
+    /// does not have.
+    #[error("graph `{graph}`: the cache was not cleared: {reason}")]
+    ClearCache {
+        /// The graph.
+        graph: String,
+        /// What was wrong, and what to do.
+        reason: String,
+    },
     /// A Send payload did not have the type its target node takes.
     #[error("node `{node}` received a Send payload of the wrong type; it takes `{expected}`")]
     PayloadType {

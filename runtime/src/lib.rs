@@ -65,6 +65,7 @@
 
 extern crate self as graphwright;
 
+pub mod cache;
 pub mod checkpoint;
 pub mod command;
 pub mod config;
@@ -93,6 +94,7 @@ pub mod stream;
 pub mod tool;
 mod user;
 
+pub use cache::{Cache, CacheError, InMemoryCache};
 #[cfg(feature = "postgres")]
 pub use checkpoint::PostgresSaver;
 #[cfg(feature = "sqlite")]
@@ -119,7 +121,7 @@ pub use graphwright_macros::tool;
 pub use interrupt::{Interrupt, Resume};
 pub use message::{Message, Role, ToolCall};
 pub use node::{Command, END, Route, START};
-pub use policy::{NodePolicy, RetryPolicy};
+pub use policy::{CachePolicy, NodePolicy, RetryPolicy};
 pub use pregel::MAX_STEPS_AHEAD;
 pub use report::Report;
 pub use runtime::Runtime;

@@ -1,7 +1,9 @@
-//! Per-node policies: retry, timeout, and deferral.
+//! Per-node policies: retry, timeout, deferral and caching.
 
 use crate::error::NodeError;
+use std::any::{Any, TypeId};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Retries a failing node with exponential backoff.
@@ -93,6 +95,7 @@ pub struct NodePolicy {
     pub(crate) retry: Vec<RetryPolicy>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) defer: bool,
+    pub(crate) cache: Option<CachePolicy>,
 }
 
 impl NodePolicy {
@@ -140,5 +143,96 @@ impl NodePolicy {
     pub fn defer(mut self) -> Self {
         self.defer = true;
         self
+    }
+
+    /// Cache the node's outputs under `policy`, in the cache the graph is given on its builder
+    /// (`.cache(..)`): a task whose input has an entry returns the stored output without
+    /// running the node.
+    #[must_use]
+    pub fn cache(mut self, policy: CachePolicy) -> Self {
+        self.cache = Some(policy);
+        self
+    }
+}
+
+/// How a node's outputs are cached: for how long, and under which key.
+///
+/// A task of a cached node looks its input up in the graph's [`Cache`](crate::Cache) before it
+/// runs. On a hit the stored output (its update, routes and Sends) is used as if the node had
+/// returned it, without running the node: nothing the node would have done on the way (store
+/// writes, custom stream values, interrupts) happens again, and the `updates` stream marks the
+/// task's update as cached. On a miss the node runs, and an output it returns is stored;
+/// failures and interrupts are not.
+///
+/// The key is drawn from the task's input (the state, or the payload a `Send` gave it): by
+/// default a SHA-256 digest of its stored form, so equal inputs share an entry. Give a key
+/// function when only part of the input decides the output, or when the input holds values
+/// whose stored form is not stable (a `HashMap` serializes its entries in any order).
+///
+/// ```
+/// use graphwright::CachePolicy;
+/// use std::time::Duration;
+///
+/// #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+/// struct Query {
+///     text: String,
+///     attempts: u32,
+/// }
+///
+/// // Entries live an hour, keyed by the query's text alone.
+/// let policy = CachePolicy::new().ttl(Duration::from_secs(3600)).key(|q: &Query| q.text.to_lowercase());
+/// # let _ = policy;
+/// ```
+#[derive(Clone, Default)]
+pub struct CachePolicy {
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) key: Option<CacheKey>,
+}
+
+/// A key function of a [`CachePolicy`], with the input type it reads.
+#[derive(Clone)]
+pub(crate) struct CacheKey {
+    pub(crate) input: TypeId,
+    pub(crate) input_name: &'static str,
+    pub(crate) key: Arc<KeyFn>,
+}
+
+/// A key function over a type-erased input: `None` when the input is not of its type.
+pub(crate) type KeyFn = dyn Fn(&dyn Any) -> Option<String> + Send + Sync;
+
+impl CachePolicy {
+    /// Entries that never expire, keyed by the whole input.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Serve an entry for `ttl` after it was stored, never later.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Key entries by `key` of the task's input: `I` is the node's input type (the graph's
+    /// state, or the payload type of a node started by `Send`). A key of another type than the
+    /// node's input is refused when the graph is built.
+    #[must_use]
+    pub fn key<I: Any>(mut self, key: impl Fn(&I) -> String + Send + Sync + 'static) -> Self {
+        self.key = Some(CacheKey {
+            input: TypeId::of::<I>(),
+            input_name: std::any::type_name::<I>(),
+            key: Arc::new(move |input| input.downcast_ref::<I>().map(&key)),
+        });
+        self
+    }
+}
+
+impl fmt::Debug for CachePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachePolicy")
+            .field("ttl", &self.ttl)
+            .field("key", &self.key.as_ref().map(|k| k.input_name))
+            .finish()
     }
 }

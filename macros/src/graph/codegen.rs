@@ -407,7 +407,7 @@ fn builder_calls(nodes: &[NodeDef]) -> Vec<TokenStream> {
         let target = target.to_string();
         calls.push(quote!(.add_join([#(#sources),*], #target)));
     }
-    for node in nodes.iter().filter(|n| n.defer || n.retry.is_some() || n.timeout.is_some()) {
+    for node in nodes.iter().filter(|n| n.defer || n.retry.is_some() || n.timeout.is_some() || n.cache.is_some()) {
         let name = node.name();
         let mut policy = quote!(#p::NodePolicy::new());
         match &node.retry {
@@ -425,6 +425,9 @@ fn builder_calls(nodes: &[NodeDef]) -> Vec<TokenStream> {
         }
         if node.defer {
             policy = quote!(#policy.defer());
+        }
+        if let Some(cache) = &node.cache {
+            policy = quote!(#policy.cache(#cache));
         }
         calls.push(quote!(.policy(#name, #policy)));
     }

@@ -9,7 +9,8 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, FnArg, Ident, Item, ItemFn, ItemMod, Pat, Path, ReturnType, Token, Type, bracketed};
 
 /// The options a `#[node(..)]` attribute accepts, for suggestions.
-const NODE_OPTIONS: &[&str] = &["entry", "next", "send", "route", "join", "defer", "retry", "timeout", "subgraph"];
+const NODE_OPTIONS: &[&str] =
+    &["entry", "next", "send", "route", "join", "defer", "retry", "timeout", "cache", "subgraph"];
 
 /// `#[graph(context = Ctx, state = Path)]`.
 #[derive(Default)]
@@ -109,6 +110,8 @@ pub(crate) struct NodeDef {
     pub(crate) subgraph: Option<Ident>,
     pub(crate) retry: Option<Expr>,
     pub(crate) timeout: Option<Expr>,
+    /// `cache = policy`: the node's outputs are cached under a `CachePolicy`.
+    pub(crate) cache: Option<Expr>,
     pub(crate) params: Vec<Param>,
     /// Variants of `{Node}Next` the module's code names but `next` does not declare (each
     /// already reported); the enum declares them too, so rustc does not report them again.
@@ -289,6 +292,7 @@ fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {
         subgraph: None,
         retry: None,
         timeout: None,
+        cache: None,
         params: Vec::new(),
         undeclared_routes: Vec::new(),
         attr: quote::ToTokens::to_token_stream(attr),
@@ -318,6 +322,7 @@ fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {
             NodeArg::Path(key, path) => set_once(cx, &key, &mut node.route, path),
             NodeArg::Expr(key, expr) if key == "retry" => set_once(cx, &key, &mut node.retry, expr),
             NodeArg::Expr(key, expr) if key == "timeout" => set_once(cx, &key, &mut node.timeout, expr),
+            NodeArg::Expr(key, expr) if key == "cache" => set_once(cx, &key, &mut node.cache, expr),
             NodeArg::Flag(key) | NodeArg::Expr(key, _) => unknown_option(cx, &key),
         }
     }
@@ -337,14 +342,14 @@ fn unknown_option(cx: &mut Ctxt, key: &Ident) {
         Some(near) => format!("; did you mean `{near}`?"),
         None => String::new(),
     };
-    let takes = if matches!(name.as_str(), "next" | "send" | "route" | "retry" | "timeout") {
+    let takes = if matches!(name.as_str(), "next" | "send" | "route" | "retry" | "timeout" | "cache") {
         format!("`{name}` takes a value: `{name} = ..`")
     } else {
         format!("unknown node option `{name}`{hint}")
     };
     cx.error_spanned_by(
         key,
-        format!("{takes} (options: `entry`, `next = ..`, `send = ..`, `route = fn`, `join`, `defer`, `subgraph`, `retry = ..`, `timeout = ..`)"),
+        format!("{takes} (options: `entry`, `next = ..`, `send = ..`, `route = fn`, `join`, `defer`, `subgraph`, `retry = ..`, `timeout = ..`, `cache = ..`)"),
     );
 }
 

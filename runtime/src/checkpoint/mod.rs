@@ -201,6 +201,11 @@ pub trait Checkpointer: Send + Sync + 'static {
     }
 
     /// Gives a claim back, so the thread can be claimed again.
+    ///
+    /// A run that is dropped (cancelled) gives its claim back from its destructor, polling this
+    /// future once there and leaving the rest to a task: a backend should free the thread for
+    /// this process's next claim before its first wait on the store, as the built-in ones do,
+    /// so a run started right after the cancelled one is not refused with `Busy`.
     fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
         let _ = claim;
         Box::pin(async { Ok(()) })

@@ -4,13 +4,15 @@ use super::DEFAULT_RECURSION_LIMIT;
 use super::compiled::{CompiledGraph, CompiledNode, Inner, JoinSpec, LinkedRouter, Router, Start, StartSendFn, Target};
 use super::into_node::{IntoNode, IntoPayloadNode};
 use super::node_spec::{NodeSpec, PayloadType, Shape};
+use crate::cache::Cache;
 use crate::checkpoint::{Checkpointer, MemorySaver};
 use crate::error::BuildError;
 use crate::node::{END, Route, START, SendPayload};
-use crate::policy::NodePolicy;
+use crate::policy::{CachePolicy, NodePolicy};
 use crate::state::State;
 use crate::store::Store;
 use graphwright_wiring::{NodeDecl, Topology};
+use std::any::TypeId;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -64,6 +66,7 @@ pub struct StateGraph<S: State, C = ()> {
     default_context: Option<fn() -> C>,
     saver: Option<Arc<dyn Checkpointer>>,
     store: Option<Arc<dyn Store>>,
+    cache: Option<Arc<dyn Cache>>,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
     /// Node policies by node name, applied when the graph is linked.
@@ -116,6 +119,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             default_context: default,
             saver: None,
             store: None,
+            cache: None,
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             policies: HashMap::new(),
@@ -357,6 +361,21 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         self
     }
 
+    /// Where the nodes with a [`CachePolicy`](crate::CachePolicy) keep their outputs; a graph
+    /// whose nodes have cache policies must be given one.
+    #[must_use]
+    pub fn cache(mut self, cache: impl Cache) -> Self {
+        self.cache = Some(Arc::new(cache));
+        self
+    }
+
+    /// The same, for a cache shared with other graphs, or with other processes' graphs.
+    #[must_use]
+    pub fn shared_cache(mut self, cache: Arc<dyn Cache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
     /// Pauses runs on a thread before any step that would run one of `nodes` (a static
     /// breakpoint); `resume(&cfg, ())` continues. Takes node names or the `Node` enum `#[graph]`
     /// generates.
@@ -555,9 +574,31 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
                     "node `{name}` is sync, so a timeout could not stop it: make it `async` or drop the timeout"
                 ));
             }
+            if let Some(policy) = self.policies.get(name).and_then(|p| p.cache.as_ref()) {
+                self.check_cache(name, entry.spec.takes.as_ref(), policy, invalid);
+            }
             if entry.spec.takes.is_some() && pulled.contains(name) {
                 invalid.push(format!("node `{name}` takes a Send payload, so only `add_send` edges may lead to it"));
             }
+        }
+    }
+
+    /// A cache policy needs the graph's cache, and a key function of the node's input type.
+    fn check_cache(&self, name: &str, takes: Option<&PayloadType>, policy: &CachePolicy, invalid: &mut Vec<String>) {
+        if self.cache.is_none() {
+            invalid.push(format!(
+                "node `{name}` has a cache policy but the graph has no cache: give it one with \
+                 `.cache(InMemoryCache::new())` (or a `SqliteCache` or `PostgresCache`) on the builder"
+            ));
+        }
+        let Some(key) = &policy.key else { return };
+        let (input, input_name) = takes.map_or((TypeId::of::<S>(), std::any::type_name::<S>()), |t| (t.id, t.name));
+        if key.input != input {
+            invalid.push(format!(
+                "the cache key of node `{name}` reads `&{}`, but the node's input is `{input_name}`: \
+                 make the key function take `&{input_name}`",
+                key.input_name
+            ));
         }
     }
 
@@ -629,8 +670,12 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             })
             .collect();
         let node_names: Arc<[Arc<str>]> = nodes.iter().map(|n| n.name.clone()).collect();
-        let runs_in_place =
-            nodes.iter().all(|n| n.action.never_waits() && n.policy.retry.is_empty() && n.policy.timeout.is_none());
+        let runs_in_place = nodes.iter().all(|n| {
+            n.action.never_waits()
+                && n.policy.retry.is_empty()
+                && n.policy.timeout.is_none()
+                && n.policy.cache.is_none()
+        });
         CompiledGraph::new(Inner {
             name: self.name,
             node_index: node_names.iter().enumerate().map(|(i, n)| (Arc::clone(n), i as u32)).collect(),
@@ -643,6 +688,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             default_context: self.default_context,
             saver: self.saver.unwrap_or_else(|| Arc::new(MemorySaver::new())),
             store: self.store,
+            cache: self.cache,
             busy: Mutex::default(),
         })
     }

@@ -122,6 +122,8 @@ pub(crate) struct Inner<S: State, C> {
     pub(crate) saver: Arc<dyn Checkpointer>,
     /// The long-term memory every run's nodes share, if any.
     pub(crate) store: Option<Arc<dyn Store>>,
+    /// Where nodes with a cache policy keep their outputs (set whenever one has a policy).
+    pub(crate) cache: Option<Arc<dyn crate::cache::Cache>>,
     /// Threads with a run in progress in this process.
     pub(crate) busy: Mutex<HashSet<Arc<str>>>,
 }
@@ -377,6 +379,41 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         &self.inner
     }
 
+    /// Deletes the cached outputs of `nodes` from the graph's cache, or of every node with a
+    /// [`CachePolicy`](crate::CachePolicy) when `nodes` is empty (this graph's nodes: a
+    /// subgraph's are cleared through the subgraph). Their next tasks run again.
+    ///
+    /// # Errors
+    /// [`GraphError::ClearCache`] when the graph has no cache or a name is not one of its
+    /// nodes with a cache policy (nothing is cleared then); [`GraphError::Cache`] when the cache
+    /// fails.
+    pub async fn clear_cache(&self, nodes: &[&str]) -> Result<(), GraphError> {
+        let inner = &self.inner;
+        let refused = |reason: String| GraphError::ClearCache { graph: inner.name.clone(), reason };
+        let Some(cache) = &inner.cache else {
+            return Err(refused("it has no cache; give it one with `.cache(..)` on the builder".to_owned()));
+        };
+        let cached = |node: &&CompiledNode<S, C>| node.policy.cache.is_some();
+        let mut namespaces = Vec::new();
+        for &name in nodes {
+            match inner.node_index.get(name).map(|&i| &inner.nodes[i as usize]) {
+                Some(node) if cached(&node) => namespaces.push(crate::pregel::cache_namespace(&inner.name, name)),
+                Some(_) => return Err(refused(format!("node `{name}` has no cache policy"))),
+                None => return Err(refused(format!("it has no node named `{name}`"))),
+            }
+        }
+        if nodes.is_empty() {
+            namespaces = inner
+                .nodes
+                .iter()
+                .filter(cached)
+                .map(|n| crate::pregel::cache_namespace(&inner.name, &n.name))
+                .collect();
+        }
+        cache.clear(Some(&namespaces)).await?;
+        Ok(())
+    }
+
     /// The same graph, keeping its threads' checkpoints in `saver` instead: for code that hosts
     /// graphs and owns their storage (an HTTP server keeps every graph it serves in one
     /// database). The original graph is unchanged.
@@ -412,6 +449,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             default_context: inner.default_context,
             saver,
             store,
+            cache: inner.cache.clone(),
             busy: Mutex::default(),
         })
     }

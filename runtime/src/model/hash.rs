@@ -44,14 +44,18 @@ pub fn prompt_hash(model: &str, messages: &[Message], settings: &ModelSettings) 
     let digest = hasher.0.finalize();
     let mut out = String::with_capacity(3 + 2 * digest.len());
     out.push_str("v1:");
-    for byte in digest {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
+    push_hex(&mut out, &digest);
     out
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// Appends `bytes` to `out` in lower-case hex.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for &byte in bytes {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+}
 
 /// The canonical payload, serialized straight into the hash: fields in key order, as a JSON
 /// object with sorted keys would be, so the bytes (and hashes) are those of version 1.

@@ -104,7 +104,7 @@ mod chunk_shape;
 pub(crate) mod context;
 mod error;
 mod gemini;
-mod hash;
+pub(crate) mod hash;
 mod http;
 mod ollama;
 mod openai;

@@ -55,17 +55,20 @@ pub(crate) fn failure_text(error: &GraphError) -> String {
     }
 }
 
-/// `updates` and `tasks`: what one task wrote and how it ended, sent as soon as it finished.
+/// `updates` and `tasks`: what one task wrote (`cached` when the cache gave its output) and how
+/// it ended, sent as soon as it finished.
 pub(crate) async fn task_finished<S: State, C>(
     graph: &Inner<S, C>,
     sink: &Sink<S>,
-    step: u64,
-    index: usize,
+    at: (u64, usize),
     task: &Task,
     result: &Result<NodeOutput<S>, Stop>,
+    cached: bool,
 ) -> Result<(), GraphError> {
+    let (step, index) = at;
     if let (Ok(output), true) = (result, sink.modes.contains(StreamMode::Updates)) {
-        sink.send(step, EventKind::Update { node: node(graph, task), update: output.update.clone() }).await?;
+        let kind = EventKind::Update { node: node(graph, task), update: output.update.clone(), cached };
+        sink.send(step, kind).await?;
     }
     if sink.modes.contains(StreamMode::Tasks) {
         let (error, interrupted, result) = match result {

@@ -8,6 +8,8 @@
 //! thread adds persistence at the step boundaries (see `persist`), and nothing else.
 
 mod begin;
+mod cached;
+pub(crate) use cached::namespace as cache_namespace;
 pub(crate) mod calls;
 pub(crate) mod codec;
 mod events;

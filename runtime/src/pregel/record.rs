@@ -700,7 +700,42 @@ fn decode_output<S: State, C>(
         }
         None => return Err(place.at.corrupt(place.slot, format!("the checkpoint has no task {}", place.task))),
     }
-    let spec = &graph.nodes[body.next[place.task as usize].node as usize];
+    output_parts(graph, body.next[place.task as usize].node, place, input).map(Decoded::Output)
+}
+
+/// Reads back an output of node `node` that a cache held (as [`encode_output`] wrote it): the
+/// errors name the entry's `namespace` and `key` where a stored write names its thread and
+/// checkpoint.
+pub(crate) fn decode_cached<S: State, C>(
+    graph: &Inner<S, C>,
+    node: u32,
+    namespace: &str,
+    key: &str,
+    bytes: &[u8],
+) -> Result<NodeOutput<S>, CheckpointError> {
+    let at = At { thread: namespace, checkpoint: key };
+    let place = Place { at: &at, slot: "cache entry", task: 0, index: OUTPUT_INDEX };
+    let mut input = In::new(bytes);
+    if input.uint("kind").map_err(|e| place.fail(e))? != kind::OUTPUT {
+        return Err(place.wrong("something other than a node's output"));
+    }
+    let name = input.text("node").map_err(|e| place.fail(e))?;
+    let expected = &graph.nodes[node as usize].name;
+    if name != &**expected {
+        return Err(place.corrupt("node", format!("the entry is an output of `{name}`, not of `{expected}`")));
+    }
+    output_parts(graph, node, &place, input)
+}
+
+/// The routes, Sends and update of an output of node `node`, after its header.
+fn output_parts<S: State, C>(
+    graph: &Inner<S, C>,
+    node: u32,
+    place: &Place<'_>,
+    mut input: In<'_>,
+) -> Result<NodeOutput<S>, CheckpointError> {
+    let spec = &graph.nodes[node as usize];
+    let name = &*spec.name;
     let goto = if input.nil() {
         Goto::Edges
     } else {
@@ -732,7 +767,7 @@ fn decode_output<S: State, C>(
         sends.push(Payload { target, value });
     }
     let update = codec::decode::<S::Update>(input.rest()).map_err(|e| place.field("update", e))?;
-    Ok(Decoded::Output(NodeOutput { update, goto, sends }))
+    Ok(NodeOutput { update, goto, sends })
 }
 
 /// A step's outcome record.

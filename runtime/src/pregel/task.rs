@@ -87,11 +87,11 @@ pub(crate) fn run_step<'a, S: State, C: Send + Sync + 'static>(
             return boxed(|| run_many(ending, state, run, slots)).await;
         };
         let node = &graph.nodes[task.node as usize];
-        let result = match in_place(node, run) {
-            Some(f) => call_sync(graph, f, state, run, at, 0, task),
+        let (result, cached) = match in_place(node, run) {
+            Some(f) => (call_sync(graph, f, state, run, at, 0, task), false),
             None => run_task(graph, state, run, at, 0, task).await,
         };
-        let result = ending.store_and_stream(0, result).await?;
+        let result = ending.store_and_stream(0, result, cached).await?;
         ending.record(0, result, slots)?;
         Ok(ending.paused)
     }
@@ -113,14 +113,14 @@ async fn run_many<S: State, C: Send + Sync + 'static>(
         let node = &graph.nodes[task.node as usize];
         if let Some(f) = in_place(node, run) {
             let result = call_sync(graph, f, state, run, at, index as u32, task);
-            let result = ending.store_and_stream(index, result).await?;
+            let result = ending.store_and_stream(index, result, false).await?;
             ending.record(index, result, slots)?;
         } else {
             pending.push(async move { (index, run_task(graph, state, run, at, index as u32, task).await) });
         }
     }
-    while let Some((index, result)) = pending.next().await {
-        let result = ending.store_and_stream(index, result).await?;
+    while let Some((index, (result, cached))) = pending.next().await {
+        let result = ending.store_and_stream(index, result, cached).await?;
         ending.record(index, result, slots)?;
     }
     let mut paused = ending.paused;
@@ -146,10 +146,13 @@ impl<S: State, C> Ending<'_, S, C> {
     /// checkpoint; a failure to store it becomes the task's), and on a streamed run sends the
     /// task's events. Only a write stored at once (a task with siblings) and events await
     /// anything, in a boxed future: a lone task's output is only encoded and held, in line.
+    /// An output from the cache (`cached`) is always held: stored at once it would only be
+    /// stored twice, since the cache keeps it should the step be cut short.
     async fn store_and_stream(
         &mut self,
         index: usize,
         result: Result<NodeOutput<S>, Stop>,
+        cached: bool,
     ) -> Result<Result<NodeOutput<S>, Stop>, StepFailure> {
         let result = result.map(|mut output| {
             crate::state::Update::fill_ids(&mut output.update);
@@ -158,24 +161,25 @@ impl<S: State, C> Ending<'_, S, C> {
         if self.persist.is_none() && self.sink.is_none() {
             return Ok(result);
         }
-        let (result, write) = self.save(index, result);
+        let (result, write) = self.save(index, result, self.alone || cached);
         if write.is_none() && self.sink.is_none() {
             return Ok(result);
         }
-        boxed(|| self.store_then_stream(index, result, write)).await
+        boxed(|| self.store_then_stream(index, result, write, cached)).await
     }
 
     /// Encodes task `index`'s output for the store, on a thread: the write to store at once,
-    /// if the task has siblings; a value that cannot be stored fails the task.
+    /// unless it is `held` for the checkpoint; a value that cannot be stored fails the task.
     fn save(
         &mut self,
         index: usize,
         result: Result<NodeOutput<S>, Stop>,
+        held: bool,
     ) -> (Result<NodeOutput<S>, Stop>, Option<WriteRecord>) {
         let (Ok(output), Some(persist)) = (&result, self.persist.as_deref_mut()) else {
             return (result, None);
         };
-        match persist.save_finished(self.graph, index, &self.tasks[index], output, self.alone) {
+        match persist.save_finished(self.graph, index, &self.tasks[index], output, held) {
             Ok(write) => (result, write),
             Err(error) => (Err(Stop::Failed(unsaved(result, error))), None),
         }
@@ -187,6 +191,7 @@ impl<S: State, C> Ending<'_, S, C> {
         index: usize,
         result: Result<NodeOutput<S>, Stop>,
         write: Option<WriteRecord>,
+        cached: bool,
     ) -> Result<Result<NodeOutput<S>, Stop>, StepFailure> {
         let mut result = result;
         if let (Some(write), Some(persist)) = (write, self.persist.as_deref_mut())
@@ -195,7 +200,7 @@ impl<S: State, C> Ending<'_, S, C> {
             result = Err(Stop::Failed(unsaved(result, error)));
         }
         if let Some(sink) = self.sink {
-            events::task_finished(self.graph, sink, self.at.step, index, &self.tasks[index], &result)
+            events::task_finished(self.graph, sink, (self.at.step, index), &self.tasks[index], &result, cached)
                 .await
                 .map_err(|error| StepFailure { task: index, error })?;
         }
@@ -239,8 +244,25 @@ pub(crate) struct At<'a> {
     pub(crate) calls: Option<&'a super::calls::CallStore>,
 }
 
-/// Runs one task under its node's retry and timeout policies.
+/// Runs one task under its node's policies: through the cache, if the node caches its outputs
+/// (`true`: the output came from the cache), and under its retry and timeout policies.
 async fn run_task<S: State, C: Send + Sync + 'static>(
+    graph: &Inner<S, C>,
+    state: &S,
+    run: &Arc<RunShared<C>>,
+    at: At<'_>,
+    index: u32,
+    task: &Task,
+) -> (Result<NodeOutput<S>, Stop>, bool) {
+    if graph.nodes[task.node as usize].policy.cache.is_none() {
+        return (run_attempts(graph, state, run, at, index, task).await, false);
+    }
+    // Boxed: only cached nodes pay for room for the cache's futures.
+    boxed(|| super::cached::run(graph, state, at.step, task, run_attempts(graph, state, run, at, index, task))).await
+}
+
+/// Runs one task under its node's retry and timeout policies.
+async fn run_attempts<S: State, C: Send + Sync + 'static>(
     graph: &Inner<S, C>,
     state: &S,
     run: &Arc<RunShared<C>>,
@@ -266,9 +288,12 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
 }
 
 /// The function to call in place for a task of `node`, when its task needs no future: a sync
-/// node without retries, or a subgraph of sync nodes (without retries or a timeout) in a run
+/// node without retries or a cache, or a subgraph of sync nodes (without retries or a timeout) in a run
 /// that neither stores nor streams, so that its own run stores and streams nothing either.
 fn in_place<'a, S: State, C>(node: &'a CompiledNode<S, C>, run: &RunShared<C>) -> Option<&'a SyncFn<S, C>> {
+    if node.policy.cache.is_some() {
+        return None;
+    }
     match &node.action {
         Action::Sync(f) if node.policy.retry.is_empty() => Some(&**f),
         Action::Subgraph { in_place, .. }

@@ -128,6 +128,9 @@ pub enum EventKind<S: State> {
         node: String,
         /// Its update.
         update: S::Update,
+        /// The node did not run: its output came from the graph's cache (its
+        /// [`CachePolicy`](crate::CachePolicy)).
+        cached: bool,
     },
     /// `values` inside a subgraph (with [`StreamMode::Subgraphs`]): the subgraph's state after
     /// one of its steps, as JSON (its type is not the graph's).
@@ -139,6 +142,8 @@ pub enum EventKind<S: State> {
         node: String,
         /// The node's update.
         update: Value,
+        /// The node did not run: its output came from the subgraph's cache.
+        cached: bool,
     },
     /// `custom`: a value a node wrote.
     Custom {
@@ -253,11 +258,14 @@ impl<S: State> fmt::Debug for EventKind<S> {
         match self {
             Self::Values(state) => f.debug_tuple("Values").field(state).finish(),
             Self::SubgraphValues(state) => f.debug_tuple("SubgraphValues").field(state).finish(),
-            Self::SubgraphUpdate { node, update } => {
-                f.debug_struct("SubgraphUpdate").field("node", node).field("update", update).finish()
-            }
-            Self::Update { node, update } => {
-                f.debug_struct("Update").field("node", node).field("update", update).finish()
+            Self::SubgraphUpdate { node, update, cached } => f
+                .debug_struct("SubgraphUpdate")
+                .field("node", node)
+                .field("update", update)
+                .field("cached", cached)
+                .finish(),
+            Self::Update { node, update, cached } => {
+                f.debug_struct("Update").field("node", node).field("update", update).field("cached", cached).finish()
             }
             Self::Custom { node, value } => f.debug_struct("Custom").field("node", node).field("value", value).finish(),
             Self::Message { node, message_id, delta } => f

@@ -10,7 +10,7 @@ use serde_json::Value;
 /// A step event of a subgraph, free of its state type.
 pub(crate) enum Nested {
     Values(Value),
-    Update { node: String, update: Value },
+    Update { node: String, update: Value, cached: bool },
     TaskStarted { node: String, task: u32 },
     TaskFinished { node: String, task: u32, error: Option<String>, interrupted: bool },
     Checkpoint { id: String, step: i64, source: Source },
@@ -22,9 +22,9 @@ impl Nested {
     pub(crate) fn of<S: State>(kind: EventKind<S>) -> Option<Self> {
         Some(match kind {
             EventKind::Values(state) => Self::Values(to_json_shown(&state)),
-            EventKind::Update { node, update } => Self::Update { node, update: to_json_shown(&update) },
+            EventKind::Update { node, update, cached } => Self::Update { node, update: to_json_shown(&update), cached },
             EventKind::SubgraphValues(value) => Self::Values(value),
-            EventKind::SubgraphUpdate { node, update } => Self::Update { node, update },
+            EventKind::SubgraphUpdate { node, update, cached } => Self::Update { node, update, cached },
             EventKind::TaskStarted { node, task } => Self::TaskStarted { node, task },
             EventKind::TaskFinished { node, task, error, interrupted, .. } => {
                 Self::TaskFinished { node, task, error, interrupted }
@@ -38,7 +38,7 @@ impl Nested {
     pub(crate) fn into_kind<S: State>(self) -> EventKind<S> {
         match self {
             Self::Values(value) => EventKind::SubgraphValues(value),
-            Self::Update { node, update } => EventKind::SubgraphUpdate { node, update },
+            Self::Update { node, update, cached } => EventKind::SubgraphUpdate { node, update, cached },
             Self::TaskStarted { node, task } => EventKind::TaskStarted { node, task },
             Self::TaskFinished { node, task, error, interrupted } => {
                 EventKind::TaskFinished { node, task, error, interrupted, result: None }

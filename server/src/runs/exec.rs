@@ -27,8 +27,6 @@ pub(super) struct Job {
     pub(super) recorded: bool,
     /// The run's place in its user's count of runs in flight, given back as the run ends.
     pub(super) slot: Option<super::quota::Slot>,
-    /// Whether the run was taken up again after its process stopped.
-    pub(super) taken_up: bool,
 }
 
 /// How the graph part of a run ended.
@@ -174,7 +172,7 @@ impl Job {
                 return Ended::Graph(Outcome::Failed { error: kind_of(&error).into(), message: error.to_string() });
             }
         };
-        let mut sent = false;
+        let (mut sent, mut repeated) = (0_usize, 0_usize);
         loop {
             tokio::select! {
                 biased;
@@ -186,18 +184,23 @@ impl Job {
                     };
                 }
                 item = events.next() => match item {
+                    Some(Emitted::Event(_)) if repeated > 0 => repeated -= 1,
                     Some(Emitted::Event(event)) => {
-                        sent = true;
+                        sent += 1;
                         self.live.push(&event);
                     }
                     Some(Emitted::Done(outcome)) => {
-                        // A run taken over from a process that died can find the thread still
-                        // claimed by that process's checkpointer for a moment (its sessions end
-                        // one by one): it waits for the claim instead of failing.
-                        if self.taken_up && !sent && waited < CLAIM_PATIENCE && is_thread_busy(&outcome) {
+                        // The run's turn on its thread is its own by now, so a claim refused as
+                        // busy is one being let go: a process that died and whose sessions end
+                        // one by one, or a run cancelled in another process whose release is
+                        // still on its way to the store. The run waits for it instead of failing.
+                        // Nothing ran, so the only events sent were the stream's opening ones,
+                        // which the next try repeats: they are not sent again.
+                        if self.recorded && waited < CLAIM_PATIENCE && is_thread_busy(&outcome) {
                             drop(events);
                             tokio::time::sleep(CLAIM_RETRY).await;
                             waited += CLAIM_RETRY;
+                            repeated = sent;
                             events = match self.graph.start(self.spec.clone()).await {
                                 Ok(events) => events,
                                 Err(error) => return Ended::Graph(Outcome::Failed {
@@ -281,8 +284,8 @@ impl Job {
     }
 }
 
-/// How long a run taken over waits for its thread's claim to be given up by the process that
-/// died, and how often it looks.
+/// How long a run waits for its thread's claim to be given up by the holder letting it go (a
+/// process that died, a cancelled run's release), and how often it looks.
 const CLAIM_PATIENCE: Duration = Duration::from_secs(10);
 const CLAIM_RETRY: Duration = Duration::from_millis(100);
 

@@ -295,7 +295,6 @@ impl Prepared {
             temporary,
             recorded: !scratch,
             slot,
-            taken_up,
         };
         Ok((Accepted { run, live }, job))
     }

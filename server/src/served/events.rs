@@ -79,7 +79,7 @@ impl Translator {
                     out.push(named("values", &ns, values));
                 }
             }
-            EventKind::Update { node, update } => {
+            EventKind::Update { node, update, cached } => {
                 let update = to_wire(&update, self.fields);
                 let node = node_to_wire(&node);
                 if let Some(chains) = &mut self.chains {
@@ -87,10 +87,10 @@ impl Translator {
                 }
                 self.whole_messages(node, step, &ns, &update, out);
                 if m.updates {
-                    out.push(named("updates", &ns, json!({ node: update })));
+                    out.push(named("updates", &ns, updates_part(node, &update, cached)));
                 }
             }
-            EventKind::SubgraphUpdate { node, mut update } => {
+            EventKind::SubgraphUpdate { node, mut update, cached } => {
                 fields_to_wire(&mut update, self.fields);
                 let node = node_to_wire(&node);
                 if let Some(chains) = &mut self.chains {
@@ -99,7 +99,7 @@ impl Translator {
                 if shown_here {
                     self.whole_messages(node, step, &ns, &update, out);
                     if m.updates {
-                        out.push(named("updates", &ns, json!({ node: update })));
+                        out.push(named("updates", &ns, updates_part(node, &update, cached)));
                     }
                 }
             }
@@ -272,6 +272,12 @@ pub(crate) fn failed(error: &GraphError) -> Outcome {
     let debug = format!("{error:?}");
     let kind = debug.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("GraphError").to_owned();
     Outcome::Failed { error: kind, message: error.to_string() }
+}
+
+/// An `updates` part: the node's update under its name, and, for an output the node's cache
+/// gave, LangGraph's `__metadata__` saying so.
+fn updates_part(node: &str, update: &Value, cached: bool) -> Value {
+    if cached { json!({ node: update, "__metadata__": {"cached": true} }) } else { json!({ node: update }) }
 }
 
 fn named(mode: &str, ns: &str, data: Value) -> WireEvent {
