@@ -349,8 +349,36 @@ fn prepared(variable: &str, what: &str) -> String {
 }
 
 /// The graphs the scenarios use.
+/// An essay written by tasks, reviewed by a person through an interrupt; it remembers how many
+/// essays the thread has written (`previous`).
+#[task]
+async fn outline(topic: String) -> Vec<String> {
+    vec![format!("{topic}: why"), format!("{topic}: how")]
+}
+
+#[task]
+async fn section(heading: String) -> String {
+    format!("{heading}, written")
+}
+
+#[entrypoint]
+async fn essay(
+    topic: String,
+    previous: Option<u32>,
+    rt: &Runtime,
+) -> Result<graphwright::functional::Final<Value, u32>, NodeError> {
+    let sections = futures::future::try_join_all(outline(topic).await?.into_iter().map(section)).await?;
+    let verdict: String = rt.interrupt(serde_json::json!({"draft": sections}))?;
+    let count = previous.unwrap_or(0) + 1;
+    Ok(graphwright::functional::Final::new(
+        serde_json::json!({"sections": sections, "verdict": verdict, "count": count}),
+        count,
+    ))
+}
+
 fn with_graphs(server: Server) -> Server {
     server
+        .graph("essay", essay::entrypoint().compile().unwrap())
         .graph("chat", chat::graph().compile().unwrap())
         .graph("approval", approval::graph().compile().unwrap())
         .graph("slow", slow::graph().compile().unwrap())

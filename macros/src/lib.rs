@@ -3,6 +3,7 @@
 //! on the re-exports.
 
 mod ctxt;
+mod functional;
 mod graph;
 mod paths;
 mod state;
@@ -62,4 +63,22 @@ pub fn start(_args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     tool::expand(args.into(), &input.into()).into()
+}
+
+/// Makes a fn a workflow that runs on threads, and whose `#[task]` calls are stored as they
+/// finish.
+///
+/// See [`graphwright::entrypoint`](https://docs.rs/graphwright/latest/graphwright/attr.entrypoint.html).
+#[proc_macro_attribute]
+pub fn entrypoint(args: TokenStream, input: TokenStream) -> TokenStream {
+    functional::entrypoint::expand(&args.into(), &input.into()).into()
+}
+
+/// Makes a fn a task: each call inside an entrypoint run is stored as it finishes, and is not
+/// run again when the entrypoint runs again on the thread.
+///
+/// See [`graphwright::task`](https://docs.rs/graphwright/latest/graphwright/attr.task.html).
+#[proc_macro_attribute]
+pub fn task(args: TokenStream, input: TokenStream) -> TokenStream {
+    functional::task::expand(args.into(), &input.into()).into()
 }

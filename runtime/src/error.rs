@@ -307,6 +307,15 @@ pub enum GraphError {
         /// What was wrong, and what to do.
         reason: String,
     },
+    /// An entrypoint could not take its input or give its value (see
+    /// [`functional`](crate::functional)).
+    #[error("entrypoint `{entrypoint}`: {reason}")]
+    Entrypoint {
+        /// The entrypoint.
+        entrypoint: String,
+        /// What was wrong, and what to do.
+        reason: String,
+    },
     /// A Send payload did not have the type its target node takes.
     #[error("node `{node}` received a Send payload of the wrong type; it takes `{expected}`")]
     PayloadType {

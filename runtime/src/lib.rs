@@ -72,6 +72,7 @@ pub mod config;
 pub mod encryption;
 pub mod error;
 mod field;
+pub mod functional;
 pub mod graph;
 pub mod interrupt;
 pub mod log;
@@ -108,6 +109,8 @@ pub use graph::{
     PendingTask, RunFailure, RunOutput, RunStatus, StateGraph, StateSnapshot, Subgraph, SubgraphError,
     SubgraphSnapshot, SubgraphState,
 };
+#[doc = include_str!("../docs/entrypoint.md")]
+pub use graphwright_macros::entrypoint;
 #[doc = include_str!("../docs/graph.md")]
 pub use graphwright_macros::graph;
 #[doc = include_str!("../docs/node.md")]
@@ -116,6 +119,8 @@ pub use graphwright_macros::node;
 pub use graphwright_macros::start;
 #[doc = include_str!("../docs/state.md")]
 pub use graphwright_macros::state;
+#[doc = include_str!("../docs/task.md")]
+pub use graphwright_macros::task;
 #[doc = include_str!("tool/attr.md")]
 pub use graphwright_macros::tool;
 pub use interrupt::{Interrupt, Resume};
@@ -153,9 +158,9 @@ pub mod prelude {
     #[cfg(feature = "sqlite")]
     pub use crate::SqliteSaver;
     pub use crate::{
-        BuildError, Command, CompiledGraph, END, GraphError, MemorySaver, Message, NodeError, NodePolicy, Overwrite,
-        Report, Resume, RetryPolicy, Role, Route, RunCommand, RunConfig, RunStatus, Runtime, START, State, StateGraph,
-        StreamMode, Update, graph, json, node, start, state,
+        BuildError, CachePolicy, Command, CompiledGraph, END, GraphError, InMemoryCache, MemorySaver, Message,
+        NodeError, NodePolicy, Overwrite, Report, Resume, RetryPolicy, Role, Route, RunCommand, RunConfig, RunStatus,
+        Runtime, START, State, StateGraph, StreamMode, Update, entrypoint, graph, json, node, start, state, task,
     };
     pub use crate::{Tool, ToolCall, ToolError, ToolNode, ToolRuntime, ToolSet, tool, tools, tools_condition};
 }
@@ -177,6 +182,7 @@ pub mod __private {
     };
     pub use crate::tool::{Tool, ToolFuture, ToolRuntime};
     pub use crate::{END, NodePolicy, Runtime};
+    pub use futures::future::BoxFuture;
     pub use schemars;
     pub use serde;
     pub use serde_json;

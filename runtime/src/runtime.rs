@@ -67,6 +67,8 @@ pub(crate) struct RunShared<C> {
     pub(crate) node_names: Arc<[Arc<str>]>,
     /// The graph's long-term memory, if it was given one.
     pub(crate) store: Option<Arc<dyn Store>>,
+    /// The graph's cache, if it was given one (for an entrypoint's cached tasks).
+    pub(crate) cache: Option<Arc<dyn crate::cache::Cache>>,
     /// Where `write` and `message_delta` go when the run is streamed.
     pub(crate) writer: Option<crate::stream::SharedWriter>,
     /// The run's event log, if it has one.
@@ -128,6 +130,7 @@ impl Runtime<()> {
             run_id: 0,
             node_names,
             store: None,
+            cache: None,
             writer: None,
             log: None,
             meter: Arc::default(),
@@ -149,6 +152,19 @@ impl Runtime<()> {
 }
 
 impl<C> Runtime<C> {
+    /// A runtime of the same task that code running beside the task can hold (an
+    /// entrypoint's tasks): it goes on counting this one's interrupt calls from where it is.
+    pub(crate) fn share(&self) -> Self {
+        Self {
+            run: Arc::clone(&self.run),
+            task: self.task,
+            answers: self.answers.clone(),
+            checkpoint: self.checkpoint.clone(),
+            interrupt_calls: AtomicU32::new(self.interrupt_calls.load(Ordering::Relaxed)),
+            results: self.results.clone(),
+        }
+    }
+
     /// What the run's model calls have used so far (all tasks of the run together).
     pub fn usage(&self) -> crate::model::Usage {
         self.run.meter.usage()

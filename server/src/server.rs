@@ -155,12 +155,16 @@ impl Server {
     /// message fields shown as LangChain messages) and the context's, which is why `C` must
     /// implement `schemars::JsonSchema` (derive it on your context type; a graph without a
     /// context has `()`, served as no context schema). They are made when a client first asks.
-    pub fn graph<S, C>(self, name: impl Into<String>, graph: CompiledGraph<S, C>) -> Self
+    ///
+    /// An [`Entrypoint`](graphwright::functional::Entrypoint) is served as LangGraph serves
+    /// one: a run's `input` is the value its fn takes, its values (and its node's update) are
+    /// the value it returned, and `update_state` sets what the next run gets as `previous`.
+    pub fn graph<S, C>(self, name: impl Into<String>, graph: impl Into<CompiledGraph<S, C>>) -> Self
     where
         S: State,
         C: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static,
     {
-        self.add(name.into(), served::erase(graph))
+        self.add(name.into(), served::erase(graph.into()))
     }
 
     fn add(mut self, name: String, graph: Arc<dyn Served>) -> Self {

@@ -1087,6 +1087,28 @@ async def docs_page():
                 assert answer.status_code != 405 or path == "/mcp", (method, path)
 
 
+@scenario
+async def functional_entrypoint():
+    """An `#[entrypoint]` served as LangGraph serves one: the input is the fn's, the values are
+    what it returned, each task streams its result under its name, the interrupt in the middle
+    is answered with a Command, and `update_state` sets what the next run gets as `previous`."""
+    tid = (await client.threads.create())["thread_id"]
+    parts = [p async for p in client.runs.stream(tid, "essay", input="rust", stream_mode="updates")]
+    updates = [p.data for p in parts if p.event == "updates"]
+    assert {"outline": ["rust: why", "rust: how"]} in updates, updates
+    assert sorted(u["section"] for u in updates if "section" in u) == ["rust: how, written", "rust: why, written"]
+    assert updates[-1]["__interrupt__"][0]["value"] == {"draft": ["rust: why, written", "rust: how, written"]}
+    done = await client.runs.wait(tid, "essay", command={"resume": "fine"})
+    assert done == {"sections": ["rust: why, written", "rust: how, written"], "verdict": "fine", "count": 1}, done
+    state = await client.threads.get_state(tid)
+    assert state["values"] == done and state["next"] == [], state
+    await client.threads.update_state(tid, 41)
+    again = await client.runs.wait(tid, "essay", input="go")
+    assert "__interrupt__" in again or again.get("count") is None, again
+    finished = await client.runs.wait(tid, "essay", command={"resume": "ok"})
+    assert finished["count"] == 42, finished
+
+
 async def main():
     failed = 0
     for fn in SCENARIOS:

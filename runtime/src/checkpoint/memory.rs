@@ -162,6 +162,16 @@ impl Checkpointer for MemorySaver {
         async move { result }.boxed()
     }
 
+    fn forget_claim(&self, claim: &Claim) {
+        // The whole release is in memory: done at once.
+        if let Ok(mut threads) = self.threads()
+            && let Some(thread) = threads.get_mut(claim.thread())
+            && thread.fence == claim.fence()
+        {
+            thread.claimed = false;
+        }
+    }
+
     fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
         let result = self.threads().map(|mut threads| {
             if let Some(thread) = threads.get_mut(claim.thread())

@@ -200,12 +200,16 @@ pub trait Checkpointer: Send + Sync + 'static {
         Box::pin(async move { Ok(Claim::new(thread, 0)) })
     }
 
+    /// Lets this process claim the thread again at once, before [`release`](Self::release)
+    /// has told the store: a run that is dropped (cancelled) calls it from its destructor,
+    /// then leaves `release` to a task, so that a run started right after it in this process
+    /// is not refused with `Busy`. A backend that refuses claims of its own process's running
+    /// threads (as the built-in ones do) forgets `claim` here; the default does nothing.
+    fn forget_claim(&self, claim: &Claim) {
+        let _ = claim;
+    }
+
     /// Gives a claim back, so the thread can be claimed again.
-    ///
-    /// A run that is dropped (cancelled) gives its claim back from its destructor, polling this
-    /// future once there and leaving the rest to a task: a backend should free the thread for
-    /// this process's next claim before its first wait on the store, as the built-in ones do,
-    /// so a run started right after the cancelled one is not refused with `Busy`.
     fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
         let _ = claim;
         Box::pin(async { Ok(()) })

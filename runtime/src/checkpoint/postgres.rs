@@ -535,14 +535,16 @@ impl Checkpointer for PostgresSaver {
         .boxed()
     }
 
+    fn forget_claim(&self, claim: &Claim) {
+        let mut held = self.held();
+        if held.get(claim.thread()) == Some(&claim.fence()) {
+            held.remove(claim.thread());
+        }
+    }
+
     fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
         async move {
-            {
-                let mut held = self.held();
-                if held.get(claim.thread()) == Some(&claim.fence()) {
-                    held.remove(claim.thread());
-                }
-            }
+            self.forget_claim(claim);
             let op = &format!("released thread `{}`", claim.thread());
             let Some(owner) = self.owner.alive.lock().await.as_ref().map(|(id, _)| *id) else { return Ok(()) };
             let client = self.client(op).await?;

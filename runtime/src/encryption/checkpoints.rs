@@ -99,6 +99,10 @@ impl<C: Checkpointer> Checkpointer for Encrypted<C> {
         self.inner.claim(thread)
     }
 
+    fn forget_claim(&self, claim: &Claim) {
+        self.inner.forget_claim(claim);
+    }
+
     fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
         self.inner.release(claim)
     }

@@ -476,6 +476,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             run_id: run_id.unwrap_or_else(|| RUN_IDS.fetch_add(1, Ordering::Relaxed)),
             node_names: Arc::clone(&self.inner.node_names),
             store: self.inner.store.clone(),
+            cache: self.inner.cache.clone(),
             writer,
             log: cfg.log.clone(),
             meter: Arc::new(crate::model::Meter::new(

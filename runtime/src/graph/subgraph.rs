@@ -468,6 +468,7 @@ fn run_shared<CS: State, C>(
         run_id: rt.run.run_id,
         node_names: Arc::clone(&inner.node_names),
         store: inner.store.clone().or_else(|| rt.run.store.clone()),
+        cache: inner.cache.clone().or_else(|| rt.run.cache.clone()),
         writer,
         log: rt.run.log.clone(),
         meter: Arc::clone(&rt.run.meter),

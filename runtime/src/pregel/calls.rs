@@ -61,6 +61,12 @@ impl CallResults {
         known.get(&slot).filter(|(k, _)| k == key).map(|(_, value)| value.clone())
     }
 
+    /// What is known of the call in `slot`: its key and result, whatever the key.
+    pub(crate) fn stored(&self, slot: u32) -> Option<(String, Value)> {
+        let known = self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.get(&slot).cloned()
+    }
+
     /// Keeps the result of the call in `slot` and stores it. A result that cannot be stored is
     /// still returned to the caller: the call ran, and its answer goes on with the task's
     /// output; only a crash before the step ends could run it again.

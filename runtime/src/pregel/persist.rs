@@ -97,18 +97,14 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         if let (Some(claim), Ok(runtime)) = (self.claim.take(), tokio::runtime::Handle::try_current()) {
+            // The thread is this process's to claim again before the drop returns (the next run
+            // on it, the one that cancelled this run say, must not be refused); the store hears
+            // of it from the task.
+            self.saver.forget_claim(&claim);
             let saver = Arc::clone(&self.saver);
-            let mut release = Box::pin(async move {
+            runtime.spawn(async move {
                 let _ = saver.release(&claim).await;
             });
-            // Polled once here, before the drop returns: every backend gives the thread back to
-            // this process in its release's first step, so the next run on it in this process
-            // (the one that cancelled this run, say) is not refused by a claim being let go.
-            // Only what must wait for the store is left to the task.
-            let first = release.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
-            if first.is_pending() {
-                runtime.spawn(release);
-            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! clients read from `messages` events, and the interrupt events LangGraph's server adds.
 
 use super::chains::{Chains, task_id};
-use super::snapshot::{shown, to_wire};
+use super::snapshot::{shown, state_to_wire, to_wire, update_to_wire};
 use super::{Modes, Outcome, RunSpec, WireEvent};
 use crate::time;
 use crate::wire::messages::{ai_chunk, fields_to_wire};
@@ -62,7 +62,7 @@ impl Translator {
         let shown_here = levels.is_empty() || m.subgraphs;
         match kind {
             EventKind::Values(state) => {
-                self.values = to_wire(&state, self.fields);
+                self.values = state_to_wire(&state, self.fields);
                 if let Some(chains) = &mut self.chains {
                     chains.values(&levels, &self.values);
                 }
@@ -80,7 +80,7 @@ impl Translator {
                 }
             }
             EventKind::Update { node, update, cached } => {
-                let update = to_wire(&update, self.fields);
+                let update = update_to_wire::<S>(&update, self.fields);
                 let node = node_to_wire(&node);
                 if let Some(chains) = &mut self.chains {
                     chains.task_updated(&levels, node, &update);
@@ -190,7 +190,7 @@ impl Translator {
                 }
             }
             EventKind::Finished { state, .. } => {
-                let values = to_wire(&state, self.fields);
+                let values = state_to_wire(&state, self.fields);
                 if let Some(chains) = &mut self.chains {
                     chains.end(values.clone(), out);
                 }
@@ -202,7 +202,7 @@ impl Translator {
                 // or as values when the client did not ask for updates.
                 let pause = json!({"__interrupt__": interrupts});
                 out.push(named(if m.updates { "updates" } else { "values" }, "", pause));
-                let values = to_wire(&state, self.fields);
+                let values = state_to_wire(&state, self.fields);
                 if let Some(chains) = &mut self.chains {
                     chains.end(values.clone(), out);
                 }

@@ -1,7 +1,7 @@
 //! [`Served`] for a [`CompiledGraph`].
 
 use super::events::Translator;
-use super::snapshot::thread_state;
+use super::snapshot::{is_entrypoint, thread_state};
 use super::{Emitted, Modes, RunSpec, Schemas, Served, Start};
 use crate::error::ApiError;
 use crate::wire::messages::fields_from_wire;
@@ -34,7 +34,21 @@ struct Handle<S: State, C> {
 }
 
 impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Handle<S, C> {
+    /// A run's `input`: for an entrypoint, the value its fn takes.
+    fn run_input(value: Value) -> Result<S::Update, ApiError> {
+        if is_entrypoint::<S>() {
+            return Self::parse(serde_json::json!({"input": value, "output": null}));
+        }
+        Self::parse(value)
+    }
+
+    /// An update of the state (a command's, `update_state`'s): for an entrypoint, the value its
+    /// next run gets as `previous`, as LangGraph's `update_state` sets it.
     fn update(value: Value) -> Result<S::Update, ApiError> {
+        Self::parse(if is_entrypoint::<S>() { serde_json::json!({"saved": value}) } else { value })
+    }
+
+    fn parse(value: Value) -> Result<S::Update, ApiError> {
         let mut value = value;
         fields_from_wire(&mut value, S::MESSAGE_FIELDS);
         serde_json::from_value(value)
@@ -82,7 +96,7 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Handle<S, C> {
 
     async fn input(&self, cfg: &RunConfig<C>, start: Start) -> Result<RunInput<S>, ApiError> {
         Ok(match start {
-            Start::Input(value) => RunInput::Update(Self::update(value)?),
+            Start::Input(value) => RunInput::Update(Self::run_input(value)?),
             Start::Command { resume, update, goto } => {
                 let mut command = RunCommand::new().goto(goto);
                 if let Some(resume) = resume {
@@ -176,7 +190,7 @@ impl<S: State, C: DeserializeOwned + JsonSchema + Send + Sync + 'static> Served 
             }
         }
         match &spec.start {
-            Start::Input(value) => Self::update(value.clone()).map(drop),
+            Start::Input(value) => Self::run_input(value.clone()).map(drop),
             Start::Command { update: Some(update), .. } => Self::update(update.clone()).map(drop),
             Start::Command { .. } => Ok(()),
         }

@@ -31,6 +31,24 @@ pub(crate) fn to_wire<T: serde::Serialize>(value: &T, message_fields: &[&str]) -
     json
 }
 
+/// A state as clients see it: field by field, or, for an entrypoint's, the value it returned
+/// (LangGraph shows an entrypoint's thread by its return value).
+pub(crate) fn state_to_wire<S: State>(state: &S, message_fields: &[&str]) -> Value {
+    let json = to_wire(state, message_fields);
+    if is_entrypoint::<S>() { json.get("output").cloned().unwrap_or(Value::Null) } else { json }
+}
+
+/// A node's update as clients see it: for an entrypoint's node, the value it returned.
+pub(crate) fn update_to_wire<S: State>(update: &S::Update, message_fields: &[&str]) -> Value {
+    let json = to_wire(update, message_fields);
+    if is_entrypoint::<S>() { json.get("output").cloned().unwrap_or(Value::Null) } else { json }
+}
+
+/// Whether `S` is the state of an `#[entrypoint]`'s graph.
+pub(crate) fn is_entrypoint<S: State>() -> bool {
+    std::any::TypeId::of::<S>() == std::any::TypeId::of::<graphwright::functional::FlowState>()
+}
+
 fn checkpoint_ref(thread: &str, id: &str) -> Value {
     // No `checkpoint_map`: LangGraph's document makes it an object when present, and graphwright
     // has none to give (a subgraph's checkpoint is found by its namespace).
@@ -58,7 +76,7 @@ pub(crate) fn thread_state<S: State>(thread: &str, snapshot: &StateSnapshot<S>) 
         })
         .collect();
     json!({
-        "values": to_wire(&snapshot.state, fields),
+        "values": state_to_wire(&snapshot.state, fields),
         "next": snapshot.next.iter().map(|node| node_to_wire(node)).collect::<Vec<_>>(),
         "tasks": tasks,
         "metadata": {"step": snapshot.step, "source": snapshot.source.as_str(), "parents": {}},

@@ -396,6 +396,10 @@ impl Checkpointer for SqliteSaver {
         .boxed()
     }
 
+    fn forget_claim(&self, claim: &Claim) {
+        forget(&self.held, claim.thread(), claim.fence());
+    }
+
     fn release<'a>(&'a self, claim: &'a Claim) -> BoxFuture<'a, Result<(), CheckpointError>> {
         let owner = Arc::clone(&self.owner);
         let (thread, fence) = (claim.thread().to_owned(), i64::try_from(claim.fence()).unwrap_or(i64::MAX));
