@@ -409,7 +409,7 @@ async fn a_task_is_retried_under_its_policy_and_timed_per_attempt() {
 
 static CACHED_DOUBLES: AtomicUsize = AtomicUsize::new(0);
 
-#[task(cache = CachePolicy::new().ttl(Duration::from_millis(400)))]
+#[task(cache = CachePolicy::new().ttl(Duration::from_millis(1500)))]
 fn cached_double(x: u64) -> u64 {
     CACHED_DOUBLES.fetch_add(1, Ordering::SeqCst);
     2 * x
@@ -435,7 +435,7 @@ async fn a_cached_task_runs_once_per_argument_until_its_entry_expires() {
     assert_eq!(CACHED_DOUBLES.load(Ordering::SeqCst), 3);
     let seen = updates(app.stream(vec![1], &RunConfig::default(), StreamMode::Updates).unwrap()).await;
     assert_eq!(seen, ["cached_double: 2 (cached)", "doubling -> [2]"]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1600)).await;
     app.invoke(vec![1], &RunConfig::default()).await.unwrap();
     assert_eq!(CACHED_DOUBLES.load(Ordering::SeqCst), 4, "the entry had expired");
 

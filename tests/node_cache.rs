@@ -228,7 +228,7 @@ async fn a_hit_beside_a_sibling_stores_no_write_of_its_own_and_a_key_function_sh
 
 static EXPIRING: AtomicUsize = AtomicUsize::new(0);
 
-/// One node whose entries live 300 ms.
+/// One node whose entries live 1.5 s (long enough for two runs on a loaded machine).
 #[graph]
 mod ttl {
     use super::*;
@@ -238,7 +238,7 @@ mod ttl {
         pub n: u64,
     }
 
-    #[node(entry, next = END, cache = CachePolicy::new().ttl(Duration::from_millis(300)))]
+    #[node(entry, next = END, cache = CachePolicy::new().ttl(Duration::from_millis(1500)))]
     async fn expiring(state: &State) -> StateUpdate {
         EXPIRING.fetch_add(1, Ordering::SeqCst);
         tokio::task::yield_now().await;
@@ -253,7 +253,7 @@ async fn an_entry_is_served_until_its_ttl_runs_out_and_never_after() {
     run().await;
     run().await;
     assert_eq!(EXPIRING.load(Ordering::SeqCst), 1, "the second run was served from the cache");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1600)).await;
     run().await;
     assert_eq!(EXPIRING.load(Ordering::SeqCst), 2, "the entry had expired: the node ran again");
     run().await;
