@@ -127,7 +127,7 @@ impl NodePolicy {
     /// The retry policy that applies to `error` after `attempt` failed attempts, if the node is
     /// to be tried again.
     pub(crate) fn retry_after(&self, error: &NodeError, attempt: u32) -> Option<&RetryPolicy> {
-        self.retry.iter().find(|p| (p.retry_on)(error)).filter(|p| attempt < p.max_attempts)
+        retry_after(&self.retry, error, attempt)
     }
 
     /// Fail an attempt that runs longer than `limit`. Only async nodes can be stopped mid-way,
@@ -153,6 +153,12 @@ impl NodePolicy {
         self.cache = Some(policy);
         self
     }
+}
+
+/// Of `policies` (a node's, or a task's), the one that applies to `error` after `attempt`
+/// failed attempts, if another attempt is due: the first whose `retry_on` accepts the error.
+pub(crate) fn retry_after<'p>(policies: &'p [RetryPolicy], error: &NodeError, attempt: u32) -> Option<&'p RetryPolicy> {
+    policies.iter().find(|p| (p.retry_on)(error)).filter(|p| attempt < p.max_attempts)
 }
 
 /// How a node's outputs are cached: for how long, and under which key.

@@ -334,7 +334,7 @@ async fn attempts<T: TaskValue>(
             Ok(interrupt) => return Err(NodeError::interrupted(interrupt)),
             Err(error) => error,
         };
-        match options.retry.iter().find(|p| (p.retry_on)(&error)).filter(|p| attempt < p.max_attempts) {
+        match crate::policy::retry_after(&options.retry, &error, attempt) {
             Some(policy) => {
                 tracing::debug!(task, attempt, %error, "task failed; retrying");
                 tokio::time::sleep(policy.backoff(attempt)).await;
