@@ -33,18 +33,30 @@ impl TestSchema {
         Self { server, name }
     }
 
-    /// The server's URL with this schema as the connections' `search_path`.
+    /// The server's URL with this schema as the connections' `search_path`, and its name as
+    /// their `application_name`, by which the schema's drop finds them.
     pub fn url(&self) -> String {
         let separator = if self.server.contains('?') { '&' } else { '?' };
-        format!("{}{separator}options=-c%20search_path%3D{}", self.server, self.name)
+        format!("{}{separator}options=-c%20search_path%3D{}&application_name={}", self.server, self.name, self.name)
     }
 }
 
 impl Drop for TestSchema {
     fn drop(&mut self) {
+        // The test's own connections go first: a task of the test still in a transaction on one
+        // of them (a background release, say) holds locks the drop would wait for, and on a
+        // single-threaded runtime that task cannot finish while this drop blocks the thread.
         // Best effort: a failure here (the server went away mid-test) must not become a second
         // panic while the test is already unwinding.
-        let _ = execute(&self.server, format!("DROP SCHEMA {} CASCADE", self.name));
+        let name = &self.name;
+        let _ = execute(
+            &self.server,
+            format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE application_name = '{name}' AND pid <> pg_backend_pid(); \
+                 DROP SCHEMA {name} CASCADE"
+            ),
+        );
     }
 }
 
