@@ -556,3 +556,150 @@ async fn an_entrypoint_is_a_subgraph_node_of_a_graph() {
     let out = app.invoke(input, &RunConfig::thread("desk")).await.unwrap();
     assert_eq!(out.state.summary, "summary of <tides>");
 }
+
+#[task]
+async fn approve(item: String, rt: &Runtime) -> Result<String, NodeError> {
+    let verdict: String = rt.interrupt(format!("approve {item}?"))?;
+    Ok(format!("{item}: {verdict}"))
+}
+
+#[entrypoint]
+async fn approvals(items: Vec<String>) -> Result<Vec<String>, NodeError> {
+    futures::future::try_join_all(items.into_iter().map(approve)).await
+}
+
+/// Tasks awaited together that each ask: a task runs while its future is polled, and
+/// `try_join_all` stops polling at the first interrupt, so the questions come one resume at a
+/// time, each answered by its id (an id that is not pending is refused, naming it); the task
+/// answered first is not asked again.
+#[tokio::test]
+async fn interrupts_of_concurrent_tasks_are_answered_by_id() {
+    let app = approvals::entrypoint().compile().unwrap();
+    let cfg = RunConfig::thread("approvals");
+    let pending = |out: &graphwright::functional::Returned<Vec<String>>| {
+        let [one] = out.interrupts() else { panic!("{:?}", out.interrupts()) };
+        (one.value.as_str().unwrap().to_owned(), one.id.clone())
+    };
+    let (question, tea) = pending(&app.invoke(vec!["tea".into(), "cake".into()], &cfg).await.unwrap());
+    assert_eq!(question, "approve tea?");
+
+    let error = app.resume(&cfg, Resume::by_id([("nope", json!("yes"))])).await.unwrap_err();
+    assert!(error.to_string().contains("no pending interrupt has the id `nope`"), "{error}");
+    let (question, cake) = pending(&app.resume(&cfg, Resume::by_id([(tea.clone(), json!("yes"))])).await.unwrap());
+    assert_eq!(question, "approve cake?");
+    assert_ne!(cake, tea);
+    let out = app.resume(&cfg, Resume::by_id([(cake, json!("no"))])).await.unwrap();
+    assert_eq!(out.value.unwrap(), ["tea: yes", "cake: no"]);
+}
+
+#[task]
+async fn draft(topic: String, rt: &Runtime<graphwright::model::ScriptedModel>) -> Result<String, NodeError> {
+    use graphwright::model::ChatModel;
+    let reply = rt.context().invoke(&[Message::user(topic)], rt).await?;
+    Ok(reply.content)
+}
+
+#[entrypoint]
+async fn drafting(topic: String, rt: &Runtime<graphwright::model::ScriptedModel>) -> Result<String, NodeError> {
+    let _ = rt;
+    draft(topic).await
+}
+
+/// A model called inside a task streams its tokens in `messages` under the task's name, and the
+/// reply is the task's result.
+#[tokio::test]
+async fn a_model_called_in_a_task_streams_its_tokens() {
+    let model = graphwright::model::ScriptedModel::new([Message::assistant("Tides follow the moon.")]);
+    let app = drafting::entrypoint().compile().unwrap();
+    let cfg = RunConfig::default().context(model.clone());
+    let mut events = app.stream("tides".to_owned(), &cfg, StreamMode::Messages | StreamMode::Updates).unwrap();
+    let (mut text, mut nodes, mut value) = (String::new(), Vec::new(), None);
+    while let Some(event) = events.next().await {
+        match event.kind {
+            EventKind::Message { node, delta, .. } => {
+                nodes.push(node);
+                text.push_str(&delta);
+            }
+            EventKind::Update { update, .. } => value = update.output.as_ref().map(|w| w.value().clone()),
+            _ => {}
+        }
+    }
+    assert_eq!(text, "Tides follow the moon.");
+    assert!(!nodes.is_empty() && nodes.iter().all(|n| n == "draft"), "{nodes:?}");
+    assert_eq!(value, Some(json!("Tides follow the moon.")));
+    assert!(model.requests().iter().all(|r| r.stream), "a run that streams messages streams its replies");
+}
+
+/// `tasks` and `checkpoints` (together, `debug`) on an entrypoint: the entrypoint's task starts
+/// and finishes with its update, and the checkpoint after its step is reported (as for a
+/// graph: the steps' checkpoints, not the input's).
+#[tokio::test]
+async fn an_entrypoint_streams_tasks_and_checkpoints() {
+    let app = sequence_of_two::entrypoint().checkpointer(MemorySaver::new()).compile().unwrap();
+    let cfg = RunConfig::thread("debugged");
+    let mut events = app.stream(3, &cfg, StreamMode::Debug).unwrap();
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await {
+        match event.kind {
+            EventKind::TaskStarted { node, .. } => seen.push(format!("start {node}")),
+            EventKind::TaskFinished { node, error, interrupted, result, .. } => {
+                let output = result.and_then(|u| u.output.as_ref().map(|w| w.value().clone()));
+                seen.push(format!("finish {node} {error:?} {interrupted} {output:?}"));
+            }
+            EventKind::Checkpoint { step, .. } => seen.push(format!("checkpoint {step}")),
+            _ => {}
+        }
+    }
+    assert_eq!(seen, ["start sequence_of_two", "finish sequence_of_two None false Some(Number(5))", "checkpoint 1"]);
+    let head = app.graph().get_state(&cfg).await.unwrap().expect("the thread is stored");
+    assert_eq!(head.step, 1, "the reported checkpoint is the thread's head");
+}
+
+#[entrypoint]
+async fn sequence_of_two(x: u64) -> Result<u64, NodeError> {
+    let once = setup(x + 1).await?;
+    setup(once + 1).await
+}
+
+static GREETINGS: AtomicUsize = AtomicUsize::new(0);
+
+/// Keyed by the name alone: the greeting's punctuation does not make a new entry.
+#[task(cache = CachePolicy::new().key(|args: &Value| args[0].to_string()))]
+fn greet(name: String, mark: String) -> String {
+    GREETINGS.fetch_add(1, Ordering::SeqCst);
+    format!("hello {name}{mark}")
+}
+
+#[task(cache = CachePolicy::new().key(|n: &u64| n.to_string()))]
+fn miskeyed(n: u64) -> u64 {
+    n
+}
+
+#[entrypoint]
+async fn greeting(names: Vec<(String, String)>) -> Result<Vec<String>, NodeError> {
+    let mut out = Vec::new();
+    for (name, mark) in names {
+        out.push(greet(name, mark).await?);
+    }
+    Ok(out)
+}
+
+#[entrypoint]
+async fn miskeying(n: u64) -> Result<u64, NodeError> {
+    miskeyed(n).await
+}
+
+/// A task's key function is given its arguments as a JSON array; one of another input type is
+/// an error naming the task, never a key quietly replaced by the arguments' digest.
+#[tokio::test]
+async fn a_task_key_function_takes_the_arguments_as_json() {
+    let app = greeting::entrypoint().cache(InMemoryCache::new()).compile().unwrap();
+    let input = vec![("ada".into(), "!".into()), ("ada".into(), "?".into()), ("bo".into(), ".".into())];
+    let out = app.invoke(input, &RunConfig::default()).await.unwrap();
+    assert_eq!(out.value.unwrap(), ["hello ada!", "hello ada!", "hello bo."]);
+    assert_eq!(GREETINGS.load(Ordering::SeqCst), 2);
+
+    let app = miskeying::entrypoint().cache(InMemoryCache::new()).compile().unwrap();
+    let error = app.invoke(1, &RunConfig::default()).await.unwrap_err().to_string();
+    assert!(error.contains("task `miskeyed` has a cache key function of `u64`"), "{error}");
+}

@@ -472,3 +472,51 @@ async fn a_postgres_cache_is_shared_through_its_database() {
     let two = graphwright::cache::PostgresCache::connect(&schema.url()).await.unwrap();
     shared_between_two_graphs(Arc::new(one), Arc::new(two), "postgres").await;
 }
+
+static GREETED: AtomicUsize = AtomicUsize::new(0);
+
+/// A greeting that names whoever asked: its output depends on the run's user, not only its input.
+#[graph]
+mod greeter {
+    use super::*;
+
+    #[state]
+    pub struct State {
+        pub topic: String,
+        pub greeting: String,
+    }
+
+    #[node(entry, next = END, cache = CachePolicy::new())]
+    fn greet(state: &State, rt: &Runtime) -> StateUpdate {
+        GREETED.fetch_add(1, Ordering::SeqCst);
+        let who = rt.user().map_or("nobody", |u| u.identity.as_str());
+        StateUpdate::new().greeting(format!("{}, {who}", state.topic))
+    }
+}
+
+/// Entries are kept per user: the same input from another user runs the node again and never
+/// gets the first user's output; `across_users` shares them.
+#[tokio::test]
+async fn a_users_cached_output_is_never_served_to_another_user() {
+    let app = greeter::graph().cache(InMemoryCache::new()).compile().unwrap();
+    let input = || greeter::State { topic: "hello".into(), greeting: String::new() };
+    let run = |user: Option<&str>| {
+        let cfg = user.map_or_else(RunConfig::default, |u| RunConfig::default().user(graphwright::AuthUser::new(u)));
+        let app = &app;
+        async move { app.invoke(input(), &cfg).await.unwrap().state.greeting }
+    };
+    assert_eq!(run(Some("ada")).await, "hello, ada");
+    assert_eq!(run(Some("bo")).await, "hello, bo", "not ada's entry");
+    assert_eq!(run(Some("ada")).await, "hello, ada");
+    assert_eq!(run(None).await, "hello, nobody");
+    assert_eq!(GREETED.load(Ordering::SeqCst), 3, "ada's second run was a hit");
+
+    let shared = greeter::graph()
+        .policy("greet", NodePolicy::new().cache(CachePolicy::new().across_users()))
+        .cache(InMemoryCache::new())
+        .compile()
+        .unwrap();
+    let as_user = |u: &str| RunConfig::default().user(graphwright::AuthUser::new(u));
+    assert_eq!(shared.invoke(input(), &as_user("ada")).await.unwrap().state.greeting, "hello, ada");
+    assert_eq!(shared.invoke(input(), &as_user("bo")).await.unwrap().state.greeting, "hello, ada", "shared on purpose");
+}

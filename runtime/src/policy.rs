@@ -193,6 +193,8 @@ pub(crate) fn retry_after<'p>(policies: &'p [RetryPolicy], error: &NodeError, at
 pub struct CachePolicy {
     pub(crate) ttl: Option<Duration>,
     pub(crate) key: Option<CacheKey>,
+    /// Entries are shared by runs of different users (see [`CachePolicy::across_users`]).
+    pub(crate) across_users: bool,
 }
 
 /// A key function of a [`CachePolicy`], with the input type it reads.
@@ -211,6 +213,18 @@ impl CachePolicy {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Share entries between the runs of different users. By default a run started for a user
+    /// ([`RunConfig::user`](crate::RunConfig::user): every run the server starts for an
+    /// authenticated caller) is served only entries stored by runs of the same user, since a
+    /// node's output may depend on who asked (its store, its context, [`Runtime::user`](crate::Runtime::user)).
+    /// Call this for a node whose output depends on its input alone, so that every user's run
+    /// profits from one entry.
+    #[must_use]
+    pub fn across_users(mut self) -> Self {
+        self.across_users = true;
+        self
     }
 
     /// Serve an entry for `ttl` after it was stored, never later.
@@ -239,6 +253,7 @@ impl fmt::Debug for CachePolicy {
         f.debug_struct("CachePolicy")
             .field("ttl", &self.ttl)
             .field("key", &self.key.as_ref().map(|k| k.input_name))
+            .field("across_users", &self.across_users)
             .finish()
     }
 }

@@ -50,8 +50,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub struct Runtime<C = ()> {
     pub(crate) run: Arc<RunShared<C>>,
     pub(crate) task: TaskInfo,
-    /// Answers to this task's interrupts, in call order (from earlier resumes).
-    pub(crate) answers: Option<Arc<[Value]>>,
+    /// Answers to this task's interrupts by call number (from earlier resumes).
+    pub(crate) answers: Option<Arc<std::collections::BTreeMap<u32, Value>>>,
     /// The checkpoint the task runs from, for interrupt ids.
     pub(crate) checkpoint: Option<Arc<str>>,
     pub(crate) interrupt_calls: AtomicU32,
@@ -368,8 +368,13 @@ impl<C> Runtime<C> {
     /// }
     /// ```
     pub fn interrupt<V: Serialize, R: DeserializeOwned>(&self, value: V) -> Result<R, NodeError> {
-        let call = self.interrupt_calls.fetch_add(1, Ordering::Relaxed);
-        if let Some(answer) = self.answers.as_ref().and_then(|a| a.get(call as usize)) {
+        // A task of an entrypoint numbers its interrupts in a range of its own call's, so a
+        // replayed task before it (whose interrupts are not asked again) shifts nothing.
+        let call = match crate::functional::task_interrupt_call() {
+            Some(call) => call?,
+            None => self.interrupt_calls.fetch_add(1, Ordering::Relaxed),
+        };
+        if let Some(answer) = self.answers.as_ref().and_then(|a| a.get(&call)) {
             return serde_json::from_value(answer.clone()).map_err(|e| {
                 NodeError::msg(format!(
                     "the answer to interrupt {call} of `{}` does not fit the type the node expects: {e}",
@@ -397,7 +402,7 @@ impl<C: Send + Sync> crate::model::CallContext for Runtime<C> {
         crate::model::Scope {
             meter: &self.run.meter,
             writer: self.run.writer.as_deref(),
-            node: self.node(),
+            node: crate::functional::current_task().unwrap_or_else(|| self.node()),
             step: self.step(),
             run_id: self.run.run_id,
             thread: self.thread_id(),

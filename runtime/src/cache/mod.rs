@@ -8,7 +8,10 @@
 //! them between processes.
 //!
 //! Entries are opaque bytes under a namespace (one per graph and node) and a key (drawn from
-//! the node's input). An entry past its time to live is never served.
+//! the node's input). An entry past its time to live is never served. A run started for a user
+//! keeps its entries apart from other users' (unless its policy says
+//! [`across_users`](crate::CachePolicy::across_users)): on a server, one caller's cached output
+//! is never served to another.
 
 mod error;
 mod memory;
@@ -26,6 +29,16 @@ pub use sqlite::SqliteCache;
 
 use futures::future::BoxFuture;
 use std::time::Duration;
+
+/// The key an entry is stored under: `key`, within the entries of `user` when the run has one
+/// and the policy keeps users apart. The identity's length comes first, so no identity and key
+/// can spell another pair's.
+pub(crate) fn scoped_key(policy: &crate::CachePolicy, user: Option<&crate::AuthUser>, key: String) -> String {
+    match user {
+        Some(user) if !policy.across_users => format!("user:{}:{}:{key}", user.identity.len(), user.identity),
+        _ => key,
+    }
+}
 
 /// A store of cached node outputs. Implementations must be safe to share between runs and
 /// threads; a cache shared by several processes must give every one of them the same entries.

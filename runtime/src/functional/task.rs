@@ -126,6 +126,18 @@ pub enum TaskError {
         /// The entrypoint.
         entrypoint: String,
     },
+    /// The task's cache policy has a key function of another input than the task's arguments.
+    #[error(
+        "task `{task}` has a cache key function of `{found}`, but a task's key function is given its arguments \
+         as JSON: write it as `CachePolicy::new().key(|args: &serde_json::Value| ..)` (`args` is an array, one \
+         element per parameter)"
+    )]
+    CacheKeyType {
+        /// The task.
+        task: &'static str,
+        /// The type the key function takes.
+        found: &'static str,
+    },
 }
 
 /// The options of a task: `#[task(retry = .., timeout = .., cache = ..)]`.
@@ -235,7 +247,7 @@ impl<T: TaskValue> TaskFuture<T> {
         if flow.inside_task {
             // Part of the calling task: streamed, stored with its result.
             return Self::running(async move {
-                let (value, cached) = attempts(&flow, task, &options, body, &args, &digest).await?;
+                let (value, cached) = attempts(&flow, task, None, &options, body, &args, &digest).await?;
                 emit(&flow, task, shown(&flow, &value), cached).await;
                 Ok(value)
             });
@@ -258,7 +270,7 @@ impl<T: TaskValue> TaskFuture<T> {
             };
         }
         Self::running(async move {
-            let (value, cached) = attempts(&flow, task, &options, body, &args, &digest).await?;
+            let (value, cached) = attempts(&flow, task, Some(call), &options, body, &args, &digest).await?;
             let update = shown(&flow, &value);
             if let Some(results) = &flow.results {
                 let json = to_json(task, &value)?;
@@ -287,6 +299,7 @@ impl<T: TaskValue> TaskFuture<T> {
 async fn attempts<T: TaskValue>(
     flow: &Arc<Flow>,
     task: &'static str,
+    call: Option<u32>,
     options: &TaskOptions,
     mut body: TaskBody<T>,
     args: &Value,
@@ -298,7 +311,8 @@ async fn attempts<T: TaskValue>(
                 .cache
                 .clone()
                 .ok_or_else(|| TaskError::NoCache { task, entrypoint: flow.entrypoint.to_string() })?;
-            Some((policy, cache, cache_key(policy, args, digest)))
+            let key = crate::cache::scoped_key(policy, flow.user.as_deref(), cache_key(task, policy, args, digest)?);
+            Some((policy, cache, key))
         }
         None => None,
     };
@@ -308,9 +322,12 @@ async fn attempts<T: TaskValue>(
     {
         return Ok((value, true));
     }
-    let inner = Arc::new(flow.for_task());
+    let inner = Arc::new(flow.for_task(task, call));
     let mut attempt = 1;
     loop {
+        if call.is_some() {
+            inner.restart_interrupts();
+        }
         let rt = TaskRuntime { flow: Arc::clone(&inner), task };
         let run = AssertUnwindSafe(Arc::clone(&inner).scope(body(rt))).catch_unwind();
         let outcome = match options.timeout {
@@ -352,8 +369,12 @@ fn digest(args: &Value) -> String {
     out
 }
 
-fn cache_key(policy: &CachePolicy, args: &Value, digest: &str) -> String {
-    policy.key.as_ref().and_then(|key| (key.key)(args)).unwrap_or_else(|| digest.to_owned())
+/// The cache key of a call: the key function's, given the arguments, or their digest.
+fn cache_key(task: &'static str, policy: &CachePolicy, args: &Value, digest: &str) -> Result<String, TaskError> {
+    match &policy.key {
+        None => Ok(digest.to_owned()),
+        Some(key) => (key.key)(args).ok_or(TaskError::CacheKeyType { task, found: key.input_name }),
+    }
 }
 
 async fn cache_get<T: TaskValue>(cache: &dyn Cache, namespace: &str, key: &str) -> Option<T> {

@@ -543,7 +543,7 @@ where
     if saver.get(key, None).await.map_err(GraphError::from)?.is_none() {
         return Ok(RunInput::Update(enter().full_update()));
     }
-    let answer = match rt.answers.as_deref().and_then(<[_]>::last) {
+    let answer = match rt.answers.as_deref().and_then(|a| a.values().next_back()) {
         None => Resume::Continue,
         Some(answer) => {
             let cfg = RunConfig::<C>::thread(Arc::clone(key));

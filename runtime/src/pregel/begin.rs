@@ -149,7 +149,7 @@ pub(crate) async fn resume<S: State, C>(
     let mut tasks = Tasks::from_vec(body.next);
     for ((task, answers), results) in tasks.iter_mut().zip(&stored.answers).zip(&mut stored.results) {
         if !answers.is_empty() {
-            task.answers = Some(answers.values().cloned().collect());
+            task.answers = Some(Arc::new(answers.clone()));
         }
         if !results.is_empty() {
             task.results = Some(Arc::new(std::mem::take(results)));

@@ -24,11 +24,12 @@ pub(crate) async fn run<S: State, C>(
     graph: &Inner<S, C>,
     state: &S,
     step: u64,
+    user: Option<&crate::AuthUser>,
     task: &Task,
     run: impl Future<Output = Result<NodeOutput<S>, Stop>>,
 ) -> (Result<NodeOutput<S>, Stop>, bool) {
     let node = &graph.nodes[task.node as usize];
-    let entry = match entry(graph, node, state, task) {
+    let entry = match entry(graph, node, state, user, task) {
         Ok(Some(entry)) => entry,
         Ok(None) => return (run.await, false),
         Err(error) => {
@@ -88,6 +89,7 @@ fn entry<'g, S: State, C>(
     graph: &'g Inner<S, C>,
     node: &'g CompiledNode<S, C>,
     state: &S,
+    user: Option<&crate::AuthUser>,
     task: &Task,
 ) -> Result<Option<Entry<'g>>, NodeError> {
     let (Some(policy), Some(cache)) = (&node.policy.cache, &graph.cache) else { return Ok(None) };
@@ -97,6 +99,7 @@ fn entry<'g, S: State, C>(
         (Some(key), None) => call_key(&*key.key, state)?,
         (None, payload) => digest(node, state, payload, &namespace),
     };
+    let key = key.map(|key| crate::cache::scoped_key(policy, user, key));
     Ok(key.map(|key| Entry { cache: &**cache, policy, namespace, key }))
 }
 

@@ -30,8 +30,8 @@ pub(crate) type Slots<S> = smallvec::SmallVec<[Option<NodeOutput<S>>; 1]>;
 pub(crate) struct Task {
     pub(crate) node: u32,
     pub(crate) payload: Option<Box<dyn Any + Send + Sync>>,
-    /// Answers to the task's interrupts, when it resumes after a pause.
-    pub(crate) answers: Option<Arc<[serde_json::Value]>>,
+    /// Answers to the task's interrupts by call number, when it resumes after a pause.
+    pub(crate) answers: Option<Arc<BTreeMap<u32, serde_json::Value>>>,
     /// Results of calls an earlier run of the task finished (durable tool calls), by slot.
     pub(crate) results: Option<Arc<BTreeMap<u32, (String, serde_json::Value)>>>,
 }
@@ -258,7 +258,17 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
         return (run_attempts(graph, state, run, at, index, task).await, false);
     }
     // Boxed: only cached nodes pay for room for the cache's futures.
-    boxed(|| super::cached::run(graph, state, at.step, task, run_attempts(graph, state, run, at, index, task))).await
+    boxed(|| {
+        super::cached::run(
+            graph,
+            state,
+            at.step,
+            run.user.as_deref(),
+            task,
+            run_attempts(graph, state, run, at, index, task),
+        )
+    })
+    .await
 }
 
 /// Runs one task under its node's retry and timeout policies.

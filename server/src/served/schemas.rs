@@ -31,8 +31,22 @@ pub(crate) struct Schemas {
 }
 
 impl Schemas {
-    /// The schemas of a graph over `S` with the context `C`.
+    /// The schemas of a graph over `S` with the context `C`. An entrypoint's input, output and
+    /// state are the values its fn takes and returns, whose types the server does not see: they
+    /// are described as any JSON value (as LangGraph describes an entrypoint without type hints),
+    /// never as the `FlowState` that carries them.
     pub(crate) fn of<S: State, C: JsonSchema>() -> Self {
+        if super::snapshot::is_entrypoint::<S>() {
+            let context = context_schema::<C>();
+            let any = json!({});
+            return Self {
+                input: any.clone(),
+                output: any.clone(),
+                state: any,
+                config: config_schema(&context),
+                context,
+            };
+        }
         Self::made(SchemaGenerator::root_schema_for::<S>, S::MESSAGE_FIELDS, context_schema::<C>())
     }
 
@@ -50,12 +64,7 @@ impl Schemas {
         if let Value::Object(root) = &mut input {
             root.remove("required");
         }
-        let config = if context.is_null() {
-            json!({"type": "object", "properties": {}, "additionalProperties": false})
-        } else {
-            context.clone()
-        };
-        Self { input, output: state.clone(), state, config, context }
+        Self { input, output: state.clone(), state, config: config_schema(&context), context }
     }
 
     /// The five schemas as `/assistants/{id}/schemas` and `/assistants/{id}/subgraphs` name them.
@@ -67,6 +76,15 @@ impl Schemas {
         fields.insert("config_schema".into(), self.config.clone());
         fields.insert("context_schema".into(), self.context.clone());
         fields
+    }
+}
+
+/// `config.configurable`'s schema: the context's, or an empty object for a graph without one.
+fn config_schema(context: &Value) -> Value {
+    if context.is_null() {
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    } else {
+        context.clone()
     }
 }
 
@@ -267,6 +285,13 @@ mod tests {
         assert_eq!(messages, "#/$defs/AnyMessage", "message fields as LangChain's messages");
         assert!(nested.state["$defs"].get("Message").is_none(), "graphwright's own message type is gone");
         assert!(nested.input.get("required").is_none() && nested.context.is_null());
+    }
+
+    #[test]
+    fn an_entrypoint_takes_and_gives_any_value_not_its_flow_state() {
+        let schemas = Schemas::of::<graphwright::functional::FlowState, ()>();
+        assert_eq!((&schemas.input, &schemas.output, &schemas.state), (&json!({}), &json!({}), &json!({})));
+        assert_eq!(schemas.config, json!({"type": "object", "properties": {}, "additionalProperties": false}));
     }
 
     #[test]
