@@ -1,13 +1,14 @@
 //! The model clients against real servers on loopback: aimock (OpenAI, Azure OpenAI, Anthropic,
-//! Gemini and Ollama wire formats, injected errors, cut streams), llama.cpp's server with a real model, and canned
-//! responses for shapes no server sends on purpose.
+//! Gemini and Ollama wire formats, OpenAI's embeddings, injected errors, cut streams), llama.cpp's
+//! server with a real model, and canned responses for shapes no server sends on purpose.
 
 #[path = "support/model_servers.rs"]
 mod model_servers;
 
 use futures::StreamExt;
 use graphwright::model::{
-    Anthropic, ChatModel, FinishReason, Gemini, ModelError, ModelRetry, Ollama, OpenAi, ToolChoice, Usage,
+    Anthropic, ChatModel, CohereEmbeddings, Embeddings, FinishReason, Gemini, ModelError, ModelRetry, Ollama, OpenAi,
+    OpenAiEmbeddings, ToolChoice, Usage,
 };
 use graphwright::prelude::*;
 use graphwright::{EventKind, StreamMode};
@@ -336,6 +337,68 @@ async fn a_rate_limited_call_waits_the_asked_second_and_is_sent_once_more() {
     let ModelError::RateLimited { retry_after, message, .. } = &error else { panic!("{error}") };
     assert_eq!(*retry_after, Some(Duration::from_secs(1)));
     assert!(message.contains("Rate limit reached"), "{message}");
+}
+
+/// Texts are embedded in batches, their vectors come back in the texts' order (aimock's vector
+/// of a text is a hash of it: the same text, the same vector), a query is embedded as a text,
+/// and a rate-limited batch is sent again after the second the server asked for.
+#[tokio::test]
+async fn embeddings_come_in_batches_in_order_and_a_rate_limited_batch_is_sent_again() {
+    let mock = Aimock::start();
+    let embed = OpenAiEmbeddings::new("text-embedding-3-small")
+        .base_url(mock.openai_base())
+        .api_key("test-key")
+        .dimensions(8)
+        .batch_size(2);
+    let texts: Vec<String> = ["tides", "moon", "salt", "wind", "tides"].map(String::from).to_vec();
+    let vectors = embed.embed(&texts).await.unwrap();
+    assert_eq!(vectors.len(), 5);
+    assert!(vectors.iter().all(|v| v.len() == 8), "the dimensions asked for");
+    assert_eq!(vectors[0], vectors[4], "the same text, the same vector");
+    assert_ne!(vectors[0], vectors[1]);
+    let batches: Vec<Value> = mock.bodies("/v1/embeddings").await.iter().map(|b| b["embeddingInput"].clone()).collect();
+    assert_eq!(batches, ["tides moon", "salt wind", "tides"], "batches of two, in order");
+    assert_eq!(embed.embed_query("moon").await.unwrap(), vectors[1]);
+
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let started = Instant::now();
+    assert_eq!(embed.embed(&texts[..1]).await.unwrap(), vectors[..1]);
+    assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After: 1 is honoured ({:?})", started.elapsed());
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error = embed.clone().retry(ModelRetry::none()).embed(&texts[..1]).await.unwrap_err();
+    assert!(matches!(&error, ModelError::RateLimited { retry_after: Some(_), .. }), "{error}");
+    mock.fail_next(401, "invalid_api_key", "Incorrect API key provided").await;
+    let error = embed.embed(&texts[..1]).await.unwrap_err();
+    assert!(matches!(&error, ModelError::Auth { status: 401, .. }), "not retried: {error}");
+}
+
+/// Cohere's embed API: texts in batches (aimock's vectors: 1024 numbers, a hash of the text),
+/// stored texts sent as `search_document` and queries as `search_query`, a rate-limited batch
+/// sent again.
+#[tokio::test]
+async fn cohere_embeds_documents_and_queries_apart_in_batches() {
+    let mock = Aimock::start();
+    let cohere = CohereEmbeddings::new("embed-english-v3.0").base_url(mock.url()).api_key("co-key").batch_size(2);
+    let texts: Vec<String> = ["tides", "moon", "tides"].map(String::from).to_vec();
+    let vectors = cohere.embed(&texts).await.unwrap();
+    assert!(vectors.len() == 3 && vectors.iter().all(|v| v.len() == 1024));
+    assert_eq!(vectors[0], vectors[2]);
+    assert_eq!(mock.bodies("/v2/embed").await.len(), 2, "batches of two");
+    mock.fail_next(429, "rate_limit_error", "Too many requests").await;
+    assert_eq!(cohere.embed(&texts[..1]).await.unwrap(), vectors[..1]);
+
+    let reply = r#"{"id": "e1", "embeddings": {"float": [[0.25, 0.5]]}, "texts": ["x"]}"#;
+    let server = Loopback::serve(vec![Canned::new(200, "application/json", reply); 3]).await;
+    let canned = CohereEmbeddings::new("embed-english-v3.0").base_url(server.url()).api_key("co-key");
+    assert_eq!(canned.embed_query("what moves the sea?").await.unwrap(), [0.25, 0.5]);
+    assert_eq!(canned.embed(&["the moon".to_owned()]).await.unwrap(), [vec![0.25, 0.5]]);
+    let error = canned.embed(&["a".to_owned(), "b".to_owned()]).await.unwrap_err().to_string();
+    assert!(error.contains("1 vectors for 2 texts"), "{error}");
+    let sent: Vec<Value> = server.requests().iter().map(|r| body_of(r)).collect();
+    assert_eq!(sent[0]["input_type"], "search_query");
+    assert_eq!(sent[1]["input_type"], "search_document");
+    assert_eq!(sent[1]["texts"], serde_json::json!(["the moon"]));
+    assert!(server.requests()[0].contains("authorization: Bearer co-key"), "{}", server.requests()[0]);
 }
 
 /// A known OpenAI-compatible service (here `groq`, moved onto aimock) is spoken to as OpenAI,

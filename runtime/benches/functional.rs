@@ -15,6 +15,7 @@
 //! side_by_side.sh` runs this and LangGraph's functional API on the same workloads
 //! (`functional_langgraph.py`) in one go. Prints one JSON object per line.
 
+use graphwright::functional::EntrypointBuilder;
 use graphwright::prelude::*;
 use serde_json::{Value, json};
 use std::time::Instant;
@@ -103,6 +104,9 @@ where
     );
 }
 
+/// An entrypoint workload: its shape's name, the entrypoint, and the value every invoke returns.
+type Workload = (&'static str, fn() -> EntrypointBuilder<u64, u64>, u64);
+
 /// Config of invoke `i` of round `round`: a fresh thread when `thread`, none otherwise.
 fn config(thread: bool, round: usize, i: u32) -> RunConfig {
     if thread { RunConfig::thread(format!("{round}-{i}")) } else { RunConfig::default() }
@@ -114,31 +118,22 @@ async fn main() {
     // with `functional_fanout`.
     let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let wants = |name: &str| only.as_deref().is_none_or(|f| name.starts_with(f));
-    let fanout_sum = TASKS * (TASKS + 1) / 2;
 
+    let workloads: [Workload; 2] =
+        [("sequential", sequential::entrypoint, TASKS), ("fanout", fanout::entrypoint, TASKS * (TASKS + 1) / 2)];
     for (suffix, thread) in [("", false), ("_memory", true)] {
-        let name = format!("functional_sequential_100{suffix}");
-        if wants(&name) {
-            let builder = sequential::entrypoint();
+        for (shape, entrypoint, expected) in workloads {
+            let name = format!("functional_{shape}_100{suffix}");
+            if !wants(&name) {
+                continue;
+            }
+            let builder = entrypoint();
             let app = if thread { builder.checkpointer(MemorySaver::new()) } else { builder }.compile().unwrap();
-            measure(&name, INVOKES, TASKS, json!(TASKS), |round, i| {
+            measure(&name, INVOKES, TASKS, json!(expected), |round, i| {
                 let app = &app;
                 async move {
                     let out = app.invoke(TASKS, &config(thread, round, i)).await;
-                    out.is_ok_and(|o| o.value == Some(TASKS))
-                }
-            })
-            .await;
-        }
-        let name = format!("functional_fanout_100{suffix}");
-        if wants(&name) {
-            let builder = fanout::entrypoint();
-            let app = if thread { builder.checkpointer(MemorySaver::new()) } else { builder }.compile().unwrap();
-            measure(&name, INVOKES, TASKS, json!(fanout_sum), |round, i| {
-                let app = &app;
-                async move {
-                    let out = app.invoke(TASKS, &config(thread, round, i)).await;
-                    out.is_ok_and(|o| o.value == Some(fanout_sum))
+                    out.is_ok_and(|o| o.value == Some(expected))
                 }
             })
             .await;

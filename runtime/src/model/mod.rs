@@ -1,5 +1,5 @@
 //! Chat models: clients for OpenAI-compatible servers and Anthropic, and [`ScriptedModel`]
-//! for tests.
+//! for tests; and embeddings ([`Embeddings`], [`OpenAiEmbeddings`], [`CohereEmbeddings`]).
 //!
 //! A node calls a model with `model.invoke(&state.messages, rt).await?`. Inside a run the call
 //! streams its text and tool-call pieces into the run's `messages` stream under the reply's
@@ -102,6 +102,7 @@ mod anthropic;
 mod call;
 mod chunk_shape;
 pub(crate) mod context;
+mod embed;
 mod error;
 mod gemini;
 pub(crate) mod hash;
@@ -120,6 +121,7 @@ mod usage;
 
 pub use anthropic::Anthropic;
 pub use context::CallContext;
+pub use embed::{CohereEmbeddings, Embeddings, OpenAiEmbeddings};
 pub use error::{BudgetLimit, ModelError};
 pub use gemini::Gemini;
 pub use hash::prompt_hash;

@@ -1,0 +1,100 @@
+//! Embeddings: texts turned into vectors by a model, for search by meaning.
+//!
+//! [`Embeddings`] is what a store's semantic index calls; [`OpenAiEmbeddings`] speaks the
+//! OpenAI `/v1/embeddings` format, which OpenAI, Azure OpenAI's compatible endpoint, Ollama's
+//! `/v1`, vLLM, llama.cpp's server, Mistral, Together and most local servers serve;
+//! [`CohereEmbeddings`] speaks Cohere's `/v2/embed`, which embeds queries apart from documents.
+//! Requests are
+//! sent in batches, and a failed batch is retried under a [`ModelRetry`] policy like a model
+//! call, with the same [`ModelError`] classes.
+
+mod cohere;
+mod openai;
+
+pub use cohere::CohereEmbeddings;
+pub use openai::OpenAiEmbeddings;
+
+use super::http::invalid;
+use super::{ModelError, ModelRetry};
+use futures::future::BoxFuture;
+use std::time::Instant;
+
+/// A model that turns texts into vectors whose closeness stands for closeness of meaning.
+///
+/// Implementations return one vector per text, in the texts' order, all of the same length.
+pub trait Embeddings: Send + Sync + 'static {
+    /// The vectors of `texts` (documents to store), one per text, in order.
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>>;
+
+    /// The vector of a search query. Models that embed queries and documents alike (most)
+    /// keep this default, [`embed`](Self::embed) of the one text.
+    fn embed_query<'a>(&'a self, query: &'a str) -> BoxFuture<'a, Result<Vec<f32>, ModelError>> {
+        Box::pin(async move {
+            let texts = [query.to_owned()];
+            let mut vectors = self.embed(&texts).await?;
+            vectors.pop().ok_or_else(|| ModelError::InvalidOutput {
+                raw: String::new(),
+                reason: "the model gave no vector for the query".to_owned(),
+            })
+        })
+    }
+}
+
+/// Runs `attempt` under `retry`: again after a retryable failure, after the policy's wait (or
+/// the one the provider asked for), up to its number of attempts.
+pub(crate) async fn with_retries<T, F, Fut>(provider: &str, retry: &ModelRetry, mut attempt: F) -> Result<T, ModelError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ModelError>>,
+{
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let started = Instant::now();
+        let error = match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        if !retry.retries(&error, attempts) {
+            return Err(error);
+        }
+        let wait = retry.wait(attempts, error.retry_after());
+        tracing::warn!(
+            provider,
+            attempt = attempts,
+            took = ?started.elapsed(),
+            ?wait,
+            %error,
+            "embeddings call failed; retrying"
+        );
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Every vector has the first one's length, and none is empty.
+pub(crate) fn check_lengths(vectors: &[Vec<f32>]) -> Result<(), ModelError> {
+    let Some(first) = vectors.first() else { return Ok(()) };
+    if first.is_empty() {
+        return Err(invalid(b"", "the model gave an empty vector"));
+    }
+    match vectors.iter().position(|v| v.len() != first.len()) {
+        Some(at) => Err(invalid(
+            b"",
+            format!("vector {at} has {} numbers where the first has {}", vectors[at].len(), first.len()),
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_of_other_lengths_are_refused() {
+        assert!(check_lengths(&[vec![1.0, 2.0], vec![3.0, 4.0]]).is_ok());
+        let error = check_lengths(&[vec![1.0, 2.0], vec![3.0]]).unwrap_err().to_string();
+        assert!(error.contains("vector 1 has 1 numbers where the first has 2"), "{error}");
+        assert!(check_lengths(&[vec![]]).is_err());
+    }
+}

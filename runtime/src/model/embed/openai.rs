@@ -1,0 +1,186 @@
+//! OpenAI's embeddings API (`POST {base}/embeddings`), which most providers and local servers
+//! also serve.
+
+use super::super::http::{self, Connection, invalid};
+use super::super::{ModelError, ModelRetry};
+use super::{Embeddings, check_lengths, with_retries};
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::json;
+
+const PROVIDER: &str = "openai";
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Texts per request: OpenAI takes up to 2048 inputs in one.
+const DEFAULT_BATCH: usize = 2048;
+
+/// A client of an OpenAI-compatible embeddings endpoint (`POST {base}/embeddings`).
+///
+/// `OpenAiEmbeddings::new(model)` talks to `OPENAI_BASE_URL` (default
+/// `https://api.openai.com/v1`) with the key `OPENAI_API_KEY`, as [`OpenAi`](crate::model::OpenAi)
+/// does; [`base_url`](Self::base_url) points it at another server (Ollama's
+/// `http://localhost:11434/v1`, vLLM, llama.cpp). Texts go in batches of at most
+/// [`batch_size`](Self::batch_size), one after another; a batch that fails with a retryable
+/// error (429, 5xx, a dropped connection) is tried again under [`retry`](Self::retry).
+///
+/// ```
+/// use graphwright::model::OpenAiEmbeddings;
+///
+/// let local = OpenAiEmbeddings::new("all-minilm").base_url("http://127.0.0.1:11434/v1").batch_size(64);
+/// assert_eq!(local.model(), "all-minilm");
+/// assert_eq!(local.endpoint(), "http://127.0.0.1:11434/v1/embeddings");
+/// ```
+#[derive(Clone)]
+pub struct OpenAiEmbeddings {
+    conn: Connection,
+    dimensions: Option<u32>,
+    batch: usize,
+}
+
+impl OpenAiEmbeddings {
+    /// A client of `model` at `OPENAI_BASE_URL` (or OpenAI's own), keyed by `OPENAI_API_KEY`.
+    pub fn new(model: impl Into<String>) -> Self {
+        let conn = Connection::from_env(model.into(), "OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY");
+        Self { conn, dimensions: None, batch: DEFAULT_BATCH }
+    }
+
+    /// The API's base URL, up to and including `/v1`.
+    #[must_use]
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.conn.base_url = url.into();
+        self
+    }
+
+    /// The key sent as `Authorization: Bearer`.
+    #[must_use]
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.conn.api_key = Some(key.into());
+        self
+    }
+
+    /// Ask for vectors of `dimensions` numbers (models that can shorten theirs:
+    /// `text-embedding-3-*`).
+    #[must_use]
+    pub fn dimensions(mut self, dimensions: u32) -> Self {
+        self.dimensions = Some(dimensions);
+        self
+    }
+
+    /// At most `texts` texts per request (at least 1).
+    #[must_use]
+    pub fn batch_size(mut self, texts: usize) -> Self {
+        self.batch = texts.max(1);
+        self
+    }
+
+    /// How a failed batch is tried again (default: [`ModelRetry::default`]).
+    #[must_use]
+    pub fn retry(mut self, retry: ModelRetry) -> Self {
+        self.conn.settings.retry = retry;
+        self
+    }
+
+    /// The HTTP client to send requests with (a proxy, TLS settings, timeouts of its own).
+    #[must_use]
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.conn.http = client;
+        self
+    }
+
+    /// The model's name.
+    pub fn model(&self) -> &str {
+        &self.conn.model
+    }
+
+    /// Where requests go.
+    pub fn endpoint(&self) -> String {
+        format!("{}/embeddings", self.conn.base_url.trim_end_matches('/'))
+    }
+
+    /// One request for `texts`: their vectors, in order.
+    async fn batch(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let mut body = json!({"model": self.conn.model, "input": texts, "encoding_format": "float"});
+        if let Some(dimensions) = self.dimensions {
+            body["dimensions"] = json!(dimensions);
+        }
+        let body =
+            serde_json::to_vec(&body).map_err(|e| ModelError::Config(format!("the request cannot be encoded: {e}")))?;
+        let mut request = self.conn.http.post(self.endpoint());
+        if let Some(key) = &self.conn.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = http::post(PROVIDER, request, body).await?;
+        let raw = response.bytes().await.map_err(|e| http::transport(PROVIDER, &e))?;
+        vectors(&raw, texts.len())
+    }
+}
+
+impl std::fmt::Debug for OpenAiEmbeddings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiEmbeddings")
+            .field("conn", &self.conn)
+            .field("dimensions", &self.dimensions)
+            .field("batch", &self.batch)
+            .finish()
+    }
+}
+
+impl Embeddings for OpenAiEmbeddings {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(texts.len());
+            for chunk in texts.chunks(self.batch) {
+                out.extend(with_retries(PROVIDER, &self.conn.settings.retry, || self.batch(chunk)).await?);
+            }
+            check_lengths(&out)?;
+            Ok(out)
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    data: Vec<Datum>,
+}
+
+#[derive(Deserialize)]
+struct Datum {
+    index: usize,
+    embedding: Vec<f32>,
+}
+
+/// The vectors of a reply to a request of `asked` texts, put in the texts' order by `index`.
+fn vectors(raw: &[u8], asked: usize) -> Result<Vec<Vec<f32>>, ModelError> {
+    let reply: Reply =
+        serde_json::from_slice(raw).map_err(|e| invalid(raw, format!("not an embeddings reply: {e}")))?;
+    let mut slots: Vec<Option<Vec<f32>>> = vec![None; asked];
+    for datum in reply.data {
+        match slots.get_mut(datum.index) {
+            Some(slot @ None) => *slot = Some(datum.embedding),
+            Some(Some(_)) => return Err(invalid(raw, format!("two vectors for text {}", datum.index))),
+            None => return Err(invalid(raw, format!("a vector for text {} of {asked}", datum.index))),
+        }
+    }
+    slots
+        .into_iter()
+        .enumerate()
+        .map(|(i, slot)| slot.ok_or_else(|| invalid(raw, format!("no vector for text {i} of {asked}"))))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_come_back_in_the_texts_order_and_gaps_are_errors() {
+        let raw = br#"{"data": [{"index": 1, "embedding": [0.5, 1]}, {"index": 0, "embedding": [2, 3]}]}"#;
+        assert_eq!(vectors(raw, 2).unwrap(), [vec![2.0, 3.0], vec![0.5, 1.0]]);
+        let error = vectors(raw, 3).unwrap_err().to_string();
+        assert!(error.contains("no vector for text 2 of 3"), "{error}");
+        let error = vectors(raw, 1).unwrap_err().to_string();
+        assert!(error.contains("a vector for text 1 of 1"), "{error}");
+        let twice = br#"{"data": [{"index": 0, "embedding": [1]}, {"index": 0, "embedding": [2]}]}"#;
+        assert!(vectors(twice, 1).unwrap_err().to_string().contains("two vectors for text 0"));
+        assert!(vectors(b"<html>", 1).unwrap_err().to_string().contains("not an embeddings reply"));
+    }
+}
