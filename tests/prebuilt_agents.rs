@@ -193,7 +193,7 @@ async fn review_pauses_before_a_named_tool_and_runs_each_call_once() {
 
     // The answers come from a graph built afresh on the same file, as another process would.
     let edit = ToolReview::Edit { arguments: json!({"to": "ann", "body": "hello"}) };
-    let paused = build().resume(&cfg, serde_json::to_value(edit).unwrap()).await.unwrap();
+    let paused = build().resume(&cfg, edit).await.unwrap();
     let request: ReviewRequest = serde_json::from_value(paused.interrupts[0].value.clone()).unwrap();
     assert_eq!(request.tool_call_id, "m2");
     assert_eq!(SENT.load(Ordering::SeqCst), before, "nothing runs before every call is reviewed");

@@ -24,6 +24,20 @@ pub enum ToolReview {
     },
 }
 
+/// A review is the answer `resume` takes: `app.resume(&cfg, ToolReview::Approve)`.
+impl From<ToolReview> for crate::Resume {
+    fn from(review: ToolReview) -> Self {
+        // The wire form serde gives it (the test below holds the two together), built without a
+        // fallible call.
+        let value = match review {
+            ToolReview::Approve => serde_json::json!({"action": "approve"}),
+            ToolReview::Edit { arguments } => serde_json::json!({"action": "edit", "arguments": arguments}),
+            ToolReview::Reject { reason } => serde_json::json!({"action": "reject", "reason": reason}),
+        };
+        Self::Value(value)
+    }
+}
+
 /// The value an agent pauses with, one per call to review (the interrupt's `value`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReviewRequest {
@@ -35,4 +49,24 @@ pub struct ReviewRequest {
     pub tool: String,
     /// The arguments the model gave.
     pub arguments: serde_json::Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_review_resumes_with_its_wire_form() {
+        let reviews = [
+            ToolReview::Approve,
+            ToolReview::Edit { arguments: json!({"to": "ann"}) },
+            ToolReview::Reject { reason: "on leave".into() },
+        ];
+        for review in reviews {
+            let wire = serde_json::to_value(&review).unwrap();
+            let crate::Resume::Value(value) = crate::Resume::from(review) else { panic!("a value") };
+            assert_eq!(value, wire);
+        }
+    }
 }
