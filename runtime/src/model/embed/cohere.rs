@@ -1,9 +1,9 @@
 //! Cohere's embed API (`POST {base}/v2/embed`), which embeds documents and search queries
 //! differently (`input_type`).
 
-use super::super::http::{self, Connection, invalid};
+use super::super::http::{Connection, invalid};
 use super::super::{ModelError, ModelRetry};
-use super::{Embeddings, check_lengths, with_retries};
+use super::{Embeddings, in_batches, post_json};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
@@ -90,12 +90,7 @@ impl CohereEmbeddings {
 
     /// All of `texts`, in batches, embedded as `input_type`.
     async fn embed_as(&self, texts: &[String], input_type: &str) -> Result<Vec<Vec<f32>>, ModelError> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(self.batch) {
-            out.extend(with_retries(PROVIDER, &self.conn.settings.retry, || self.batch(chunk, input_type)).await?);
-        }
-        check_lengths(&out)?;
-        Ok(out)
+        in_batches(PROVIDER, &self.conn, texts, self.batch, |chunk| self.batch(chunk, input_type)).await
     }
 
     /// One request for `texts`: their vectors, in order.
@@ -106,14 +101,7 @@ impl CohereEmbeddings {
             "input_type": input_type,
             "embedding_types": ["float"],
         });
-        let body =
-            serde_json::to_vec(&body).map_err(|e| ModelError::Config(format!("the request cannot be encoded: {e}")))?;
-        let mut request = self.conn.http.post(self.endpoint());
-        if let Some(key) = &self.conn.api_key {
-            request = request.bearer_auth(key);
-        }
-        let response = http::post(PROVIDER, request, body).await?;
-        let raw = response.bytes().await.map_err(|e| http::transport(PROVIDER, &e))?;
+        let raw = post_json(PROVIDER, &self.conn, self.endpoint(), &body).await?;
         let reply: Reply =
             serde_json::from_slice(&raw).map_err(|e| invalid(&raw, format!("not an embed reply: {e}")))?;
         if reply.embeddings.float.len() != texts.len() {

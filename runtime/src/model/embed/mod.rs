@@ -14,7 +14,7 @@ mod openai;
 pub use cohere::CohereEmbeddings;
 pub use openai::OpenAiEmbeddings;
 
-use super::http::invalid;
+use super::http::{Connection, invalid};
 use super::{ModelError, ModelRetry};
 use futures::future::BoxFuture;
 use std::time::Instant;
@@ -38,6 +38,46 @@ pub trait Embeddings: Send + Sync + 'static {
             })
         })
     }
+}
+
+/// Every one of `texts`, in requests of at most `size` texts each sent by `send` (retried under
+/// `conn`'s policy): their vectors in order, checked to be of one length.
+pub(crate) async fn in_batches<'a, F, Fut>(
+    provider: &str,
+    conn: &Connection,
+    texts: &'a [String],
+    size: usize,
+    send: F,
+) -> Result<Vec<Vec<f32>>, ModelError>
+where
+    F: Fn(&'a [String]) -> Fut,
+    Fut: Future<Output = Result<Vec<Vec<f32>>, ModelError>>,
+{
+    let mut out = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(size) {
+        out.extend(with_retries(provider, &conn.settings.retry, || send(chunk)).await?);
+    }
+    check_lengths(&out)?;
+    Ok(out)
+}
+
+/// Posts `body` to `url` with `conn`'s key as a bearer token: the reply's bytes, or the
+/// classified error of a failed response.
+pub(crate) async fn post_json(
+    provider: &str,
+    conn: &Connection,
+    url: String,
+    body: &serde_json::Value,
+) -> Result<Vec<u8>, ModelError> {
+    let body =
+        serde_json::to_vec(body).map_err(|e| ModelError::Config(format!("the request cannot be encoded: {e}")))?;
+    let mut request = conn.http.post(url);
+    if let Some(key) = &conn.api_key {
+        request = request.bearer_auth(key);
+    }
+    let response = super::http::post(provider, request, body).await?;
+    let raw = response.bytes().await.map_err(|e| super::http::transport(provider, &e))?;
+    Ok(raw.to_vec())
 }
 
 /// Runs `attempt` under `retry`: again after a retryable failure, after the policy's wait (or

@@ -1,9 +1,9 @@
 //! OpenAI's embeddings API (`POST {base}/embeddings`), which most providers and local servers
 //! also serve.
 
-use super::super::http::{self, Connection, invalid};
+use super::super::http::{Connection, invalid};
 use super::super::{ModelError, ModelRetry};
-use super::{Embeddings, check_lengths, with_retries};
+use super::{Embeddings, in_batches, post_json};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
@@ -102,14 +102,7 @@ impl OpenAiEmbeddings {
         if let Some(dimensions) = self.dimensions {
             body["dimensions"] = json!(dimensions);
         }
-        let body =
-            serde_json::to_vec(&body).map_err(|e| ModelError::Config(format!("the request cannot be encoded: {e}")))?;
-        let mut request = self.conn.http.post(self.endpoint());
-        if let Some(key) = &self.conn.api_key {
-            request = request.bearer_auth(key);
-        }
-        let response = http::post(PROVIDER, request, body).await?;
-        let raw = response.bytes().await.map_err(|e| http::transport(PROVIDER, &e))?;
+        let raw = post_json(PROVIDER, &self.conn, self.endpoint(), &body).await?;
         vectors(&raw, texts.len())
     }
 }
@@ -126,14 +119,7 @@ impl std::fmt::Debug for OpenAiEmbeddings {
 
 impl Embeddings for OpenAiEmbeddings {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {
-        Box::pin(async move {
-            let mut out = Vec::with_capacity(texts.len());
-            for chunk in texts.chunks(self.batch) {
-                out.extend(with_retries(PROVIDER, &self.conn.settings.retry, || self.batch(chunk)).await?);
-            }
-            check_lengths(&out)?;
-            Ok(out)
-        })
+        Box::pin(in_batches(PROVIDER, &self.conn, texts, self.batch, |chunk| self.batch(chunk)))
     }
 }
 
