@@ -112,9 +112,11 @@ impl From<graphwright::StoreError> for ApiError {
             StoreError::InvalidNamespace { namespace, .. } if namespace.is_empty() => {
                 Self::BadRequest(error.to_string())
             }
-            StoreError::InvalidNamespace { .. } | StoreError::InvalidKey { .. } | StoreError::InvalidQuery { .. } => {
-                Self::Invalid(error.to_string())
-            }
+            StoreError::InvalidNamespace { .. }
+            | StoreError::InvalidKey { .. }
+            | StoreError::InvalidQuery { .. }
+            | StoreError::NoIndex { .. }
+            | StoreError::InvalidIndex { .. } => Self::Invalid(error.to_string()),
             _ => Self::Storage(error.to_string()),
         }
     }

@@ -1,7 +1,7 @@
 //! [`Encrypted`] as a [`Store`]: each item's value sealed, bound to its namespace and key.
 
 use super::Encrypted;
-use crate::store::{Item, SearchQuery, Store, StoreError};
+use crate::store::{Indexing, Item, SearchQuery, Store, StoreError};
 use base64::Engine as _;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -115,6 +115,16 @@ impl<S: Store> Encrypted<S> {
     }
 }
 
+/// Why an encrypted store does not search by meaning.
+fn not_by_meaning() -> StoreError {
+    StoreError::InvalidQuery {
+        reason: "an encrypted store is not searched by meaning: the vectors an index keeps would reveal what \
+                 encryption hides (a text can be largely recovered from its embedding); search it with a filter, \
+                 or keep memories to be searched by meaning in a store without encryption"
+            .into(),
+    }
+}
+
 /// The ciphertext of a value stored encrypted: an object whose only field is [`SEALED_FIELD`].
 fn sealed_text(value: &Value) -> Option<&str> {
     match value.as_object() {
@@ -131,8 +141,24 @@ impl<S: Store> Store for Encrypted<S> {
         value: Value,
         ttl: Option<Duration>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.put_with(namespace, key, value, ttl, Indexing::AsConfigured)
+    }
+
+    /// Puts the sealed value without vectors, whatever the backend's index: vectors of the
+    /// plain text would reveal it, and vectors of the ciphertext mean nothing.
+    fn put_with<'a>(
+        &'a self,
+        namespace: &'a [&'a str],
+        key: &'a str,
+        value: Value,
+        ttl: Option<Duration>,
+        indexing: Indexing,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        if let Indexing::Fields(_) = indexing {
+            return async move { Err(not_by_meaning()) }.boxed();
+        }
         match self.seal_value(namespace, key, &value) {
-            Ok(sealed) => self.inner.put(namespace, key, sealed, ttl),
+            Ok(sealed) => self.inner.put_with(namespace, key, sealed, ttl, Indexing::Off),
             Err(error) => async move { Err(error) }.boxed(),
         }
     }
@@ -147,6 +173,9 @@ impl<S: Store> Store for Encrypted<S> {
 
     fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
         async move {
+            if query.query.is_some() {
+                return Err(not_by_meaning());
+            }
             if query.filter.is_empty() {
                 // Nothing to look at in the values: the backend pages as it would.
                 let items = self.inner.search(prefix, query).await?;
@@ -163,6 +192,9 @@ impl<S: Store> Store for Encrypted<S> {
         query: SearchQuery,
     ) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
         async move {
+            if query.query.is_some() {
+                return Err(not_by_meaning());
+            }
             if query.filter.is_empty() {
                 let items = self.inner.search_unrefreshed(prefix, query).await?;
                 return items.into_iter().map(|item| self.open_item(item)).collect();

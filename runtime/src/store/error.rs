@@ -34,6 +34,33 @@ pub enum StoreError {
         /// What is wrong, and how to fix it.
         reason: String,
     },
+    /// A search by meaning (a [`query`](super::SearchQuery::query)), or a put naming fields to
+    /// embed, on a store that has no index.
+    #[error(
+        "the store cannot {operation}: it has no index for search by meaning; give it one with \
+         `StoreOptions::new().index(IndexConfig::new(embeddings, dims))` when opening it, or search \
+         with a filter instead"
+    )]
+    NoIndex {
+        /// What was asked.
+        operation: String,
+    },
+    /// An index that cannot work as configured: a malformed field path, or a model whose
+    /// vectors are not of the configured size.
+    #[error("the store's index is unusable: {reason}")]
+    InvalidIndex {
+        /// What is wrong, and how to fix it.
+        reason: String,
+    },
+    /// The embeddings model failed on what the index had to embed; nothing was stored.
+    #[error("the store could not embed {what}, so nothing was written or searched: {source}")]
+    Embedding {
+        /// What was being embedded (an item's value, a search query).
+        what: String,
+        /// The model's error (retried already under its retry policy).
+        #[source]
+        source: crate::model::ModelError,
+    },
     /// A stored item did not decode.
     #[error(
         "stored item {key:?} in namespace {namespace:?} is unreadable at `{field}`: {reason}; {}",

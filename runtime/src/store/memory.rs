@@ -1,5 +1,6 @@
 //! The in-process store.
 
+use super::index::{self, Indexing, vector};
 use super::{
     Item, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key, cut_namespaces,
     decode_namespace, encode_namespace, encode_prefix, expiry, live, time_of, ttl_millis, under,
@@ -44,7 +45,13 @@ struct Entry {
     updated_ms: u64,
     expires_ms: Option<u64>,
     ttl_ms: Option<u64>,
+    /// The normalised vectors of its embedded texts (none without an index).
+    vectors: Vec<Vec<f32>>,
 }
+
+/// How many of a ranking's best candidates are sorted at first: a search's page is usually
+/// this small, and more are sorted only if the page needs them.
+const FIRST_SORTED: usize = 64;
 
 impl Default for InMemoryStore {
     fn default() -> Self {
@@ -82,14 +89,52 @@ impl InMemoryStore {
     }
 
     /// The items a search returns, read now, their time to live refreshed if `refresh`.
-    fn search_now(&self, prefix: &[&str], query: &SearchQuery, refresh: bool) -> Result<Vec<Item>, StoreError> {
+    async fn search_now(&self, prefix: &[&str], query: SearchQuery, refresh: bool) -> Result<Vec<Item>, StoreError> {
         let prefix = encode_prefix(prefix)?;
+        let Some(text) = &query.query else {
+            return self.search_in_order(&prefix, &query, refresh);
+        };
+        let index = self.options.index_config().ok_or_else(|| index::no_index("search by meaning"))?;
+        let wanted = index.query_vector(text).await?;
+        let mut items = self.lock("searched items")?;
+        let now = self.options.now_ms();
+        let matching: Vec<(&(String, String), &mut Entry)> = items
+            .iter_mut()
+            .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
+            .collect();
+        let (mut scored, mut scoreless) = (Vec::new(), Vec::new());
+        for (at, (_, entry)) in matching.iter().enumerate() {
+            match vector::best(&wanted, &entry.vectors) {
+                Some(score) => scored.push((score, at)),
+                None => scoreless.push(at),
+            }
+        }
+        let batch = query.limit.map_or(usize::MAX, |l| l.saturating_add(query.offset)).min(FIRST_SORTED);
+        let ranked = vector::BestFirst::new(scored, batch)
+            .map(|(score, at)| (Some(score), at))
+            .chain(scoreless.into_iter().map(|at| (None, at)))
+            .skip(query.offset)
+            .take(query.limit.unwrap_or(usize::MAX));
+        let ranked: Vec<(Option<f32>, usize)> = ranked.collect();
+        let mut matching: Vec<Option<(&(String, String), &mut Entry)>> = matching.into_iter().map(Some).collect();
+        let mut out = Vec::with_capacity(ranked.len());
+        for (score, at) in ranked {
+            let Some((id, entry)) = matching[at].take() else { continue };
+            let mut item = Self::read(id, entry, now, refresh)?;
+            item.score = score.map(f64::from);
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    /// The items a search without a query returns, in key order.
+    fn search_in_order(&self, prefix: &str, query: &SearchQuery, refresh: bool) -> Result<Vec<Item>, StoreError> {
         let mut items = self.lock("searched items")?;
         let now = self.options.now_ms();
         let mut out = Vec::new();
         let matching = items
             .iter_mut()
-            .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
+            .filter(|(id, e)| under(&id.0, prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
             .skip(query.offset)
             .take(query.limit.unwrap_or(usize::MAX));
         for (id, entry) in matching {
@@ -121,6 +166,7 @@ impl InMemoryStore {
             created_at: time_of(entry.created_ms),
             updated_at: time_of(entry.updated_ms),
             expires_at: entry.expires_ms.map(time_of),
+            score: None,
         })
     }
 }
@@ -133,9 +179,22 @@ impl Store for InMemoryStore {
         value: Value,
         ttl: Option<Duration>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let result = (|| {
+        self.put_with(namespace, key, value, ttl, Indexing::AsConfigured)
+    }
+
+    fn put_with<'a>(
+        &'a self,
+        namespace: &'a [&'a str],
+        key: &'a str,
+        value: Value,
+        ttl: Option<Duration>,
+        indexing: Indexing,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
             let encoded = encode_namespace(namespace)?;
             check_key(key)?;
+            // Embedded before the lock is taken: a model call can take seconds.
+            let vectors = index::vectors_for(self.options.index_config(), &value, &indexing, key).await?;
             let mut items = self.lock("put an item")?;
             let now = self.options.now_ms();
             if self.sweeper.due(now) {
@@ -148,6 +207,7 @@ impl Store for InMemoryStore {
                 updated_ms: now,
                 expires_ms: None,
                 ttl_ms: None,
+                vectors: Vec::new(),
             });
             if !live(entry.expires_ms, now) {
                 entry.created_ms = now;
@@ -158,10 +218,11 @@ impl Store for InMemoryStore {
                 updated_ms: now,
                 expires_ms: ttl_ms.map(|t| expiry(now, t)),
                 ttl_ms,
+                vectors: vectors.into_iter().map(|(_, v)| v).collect(),
             };
             Ok(())
-        })();
-        async move { result }.boxed()
+        }
+        .boxed()
     }
 
     fn get<'a>(&'a self, namespace: &'a [&'a str], key: &'a str) -> BoxFuture<'a, Result<Option<Item>, StoreError>> {
@@ -196,8 +257,7 @@ impl Store for InMemoryStore {
     }
 
     fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
-        let result = self.search_now(prefix, &query, self.options.refreshes());
-        async move { result }.boxed()
+        self.search_now(prefix, query, self.options.refreshes()).boxed()
     }
 
     fn search_unrefreshed<'a>(
@@ -205,8 +265,7 @@ impl Store for InMemoryStore {
         prefix: &'a [&'a str],
         query: SearchQuery,
     ) -> BoxFuture<'a, Result<Vec<Item>, StoreError>> {
-        let result = self.search_now(prefix, &query, false);
-        async move { result }.boxed()
+        self.search_now(prefix, query, false).boxed()
     }
 
     fn list_namespaces<'a>(

@@ -74,15 +74,21 @@
 mod clock;
 mod error;
 mod filter;
+mod index;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_index;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_index;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::StoreError;
 pub use filter::{Condition, Filter, FilterOp};
+pub use index::{IndexConfig, Indexing};
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
@@ -115,16 +121,25 @@ pub struct Item {
     /// When it expires, for an item put with a time to live; refreshed by reads when the store
     /// refreshes on read.
     pub expires_at: Option<SystemTime>,
+    /// How close it is in meaning to a search's [`query`](SearchQuery::query): the cosine
+    /// similarity of the query and the item's best-matching text, from -1 to 1. `None` outside
+    /// such a search, and for an item stored without vectors.
+    pub score: Option<f64>,
 }
 
 /// Which items under a prefix [`Store::search`] returns.
 ///
 /// Results come in (namespace, key) order: namespaces compared label by label as strings, then
-/// keys. `offset` items are skipped and at most `limit` returned, after filtering; there is no
-/// limit unless one is set (LangGraph's default is 10).
+/// keys. With a [`query`](Self::query), they come best match first instead (items stored
+/// without vectors last, in key order), each with its [`score`](Item::score). `offset` items
+/// are skipped and at most `limit` returned, after filtering; there is no limit unless one is
+/// set (LangGraph's default is 10).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct SearchQuery {
+    /// Text to rank items by closeness in meaning, through the store's [`IndexConfig`]; a
+    /// store without one refuses it ([`StoreError::NoIndex`]).
+    pub query: Option<String>,
     /// Conditions on the value's top-level fields, all of which must hold.
     pub filter: Filter,
     /// At most this many items; `None` for all.
@@ -138,6 +153,14 @@ impl SearchQuery {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Ranks the items by how close they are in meaning to `query` (the store needs an
+    /// [`IndexConfig`]).
+    #[must_use]
+    pub fn query(mut self, query: impl Into<String>) -> Self {
+        self.query = Some(query.into());
+        self
     }
 
     /// Only the items whose value matches `filter`.
@@ -169,12 +192,18 @@ pub struct StoreOptions {
     clock: Arc<dyn Clock>,
     refresh_on_read: bool,
     sweep_interval: Option<Duration>,
+    index: Option<IndexConfig>,
 }
 
 impl Default for StoreOptions {
     /// The system clock, no refresh on read, a sweep at most once a minute.
     fn default() -> Self {
-        Self { clock: Arc::new(SystemClock), refresh_on_read: false, sweep_interval: Some(Duration::from_mins(1)) }
+        Self {
+            clock: Arc::new(SystemClock),
+            refresh_on_read: false,
+            sweep_interval: Some(Duration::from_mins(1)),
+            index: None,
+        }
     }
 }
 
@@ -183,6 +212,7 @@ impl std::fmt::Debug for StoreOptions {
         f.debug_struct("StoreOptions")
             .field("refresh_on_read", &self.refresh_on_read)
             .field("sweep_interval", &self.sweep_interval)
+            .field("index", &self.index)
             .finish_non_exhaustive()
     }
 }
@@ -216,6 +246,21 @@ impl StoreOptions {
         self.sweep_interval = interval;
         self
     }
+
+    /// Embeds what `index` names on every put, so that searches with a
+    /// [`query`](SearchQuery::query) rank items by meaning. Items put before the index was
+    /// given have no vectors until they are put again.
+    #[must_use]
+    pub fn index(mut self, index: IndexConfig) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    /// The index given with [`index`](Self::index), if any.
+    #[must_use]
+    pub fn index_config(&self) -> Option<&IndexConfig> {
+        self.index.as_ref()
+    }
 }
 
 /// Long-term memory shared by every thread of the graphs that hold it. Implementations must be
@@ -236,6 +281,26 @@ pub trait Store: Send + Sync + 'static {
         ttl: Option<Duration>,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
+    /// [`put`](Self::put), embedding what `indexing` says instead of what the store's index
+    /// names (LangGraph's `index` argument): [`Indexing::Off`] to store an item without
+    /// vectors, [`Indexing::Fields`] for other paths.
+    ///
+    /// The default serves stores without an index: it puts the item, and refuses
+    /// [`Indexing::Fields`] with [`StoreError::NoIndex`].
+    fn put_with<'a>(
+        &'a self,
+        namespace: &'a [&'a str],
+        key: &'a str,
+        value: Value,
+        ttl: Option<Duration>,
+        indexing: Indexing,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        match indexing {
+            Indexing::AsConfigured | Indexing::Off => self.put(namespace, key, value, ttl),
+            Indexing::Fields(_) => Box::pin(async { Err(index::no_index("put an item with fields to embed")) }),
+        }
+    }
+
     /// The item under `namespace` and `key`, unless there is none or it has expired.
     fn get<'a>(&'a self, namespace: &'a [&'a str], key: &'a str) -> BoxFuture<'a, Result<Option<Item>, StoreError>>;
 
@@ -243,7 +308,9 @@ pub trait Store: Send + Sync + 'static {
     fn delete<'a>(&'a self, namespace: &'a [&'a str], key: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// The live items whose namespace starts with `prefix` (every item for an empty prefix) and
-    /// whose value matches the query's filter, in (namespace, key) order, paged by the query.
+    /// whose value matches the query's filter, in (namespace, key) order (best match first for
+    /// a query by meaning), paged by the query. A store that cannot search by meaning refuses a
+    /// [`query`](SearchQuery::query) with [`StoreError::NoIndex`] rather than ignore it.
     fn search<'a>(&'a self, prefix: &'a [&'a str], query: SearchQuery) -> BoxFuture<'a, Result<Vec<Item>, StoreError>>;
 
     /// The items [`search`](Self::search) returns, without refreshing their time to live when
@@ -452,6 +519,11 @@ impl<'q> Page<'q> {
         self.query.limit.is_some_and(|limit| self.found.len() >= limit)
     }
 
+    /// How many more items the page takes.
+    pub(crate) fn wanted(&self) -> usize {
+        self.query.limit.map_or(usize::MAX, |limit| limit.saturating_sub(self.found.len()))
+    }
+
     /// Takes `stored` into the page if the filter matches it and the offset is used up.
     pub(crate) fn offer(&mut self, stored: Stored) {
         if !self.query.filter.matches(&stored.item.value) {
@@ -535,6 +607,7 @@ impl RawItem {
                 created_at: time_of(created),
                 updated_at: time_of(updated),
                 expires_at: expires.map(time_of),
+                score: None,
             },
             namespace,
             ttl_ms,

@@ -1,11 +1,13 @@
 //! The PostgreSQL store: long-term memory shared by many processes through one database.
 
+use super::index::{self, Indexing};
+use super::postgres_index::{self, Kind, pg};
 use super::{
     Item, Page, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth,
     check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of,
     ttl_millis, under,
 };
-use crate::checkpoint::postgres::{DbError, pool_for};
+use crate::checkpoint::postgres::pool_for;
 use deadpool_postgres::{Object, Pool};
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
@@ -70,6 +72,11 @@ const REFRESH: &str = "UPDATE graphwright_store_items AS s SET expires_at_ms = r
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS r(namespace, key, ttl_ms, expires_at_ms) \
      WHERE s.namespace = r.namespace AND s.key = r.key AND s.ttl_ms = r.ttl_ms AND s.expires_at_ms > $5";
 
+/// [`UPSERT`] for a store without an index, which also deletes vectors an earlier index left,
+/// in the same statement.
+const UPSERT_CLEARING: &str = "WITH cleared AS \
+     (DELETE FROM graphwright_store_vectors WHERE namespace = $1 AND key = $2) ";
+
 const SWEEP: &str = "DELETE FROM graphwright_store_items WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= $1";
 
 /// Keeps items in PostgreSQL, for many processes sharing one long-term memory.
@@ -127,6 +134,8 @@ pub struct PostgresStore {
     pool: Pool,
     options: Arc<StoreOptions>,
     sweeper: Arc<Sweeper>,
+    /// How the vectors' table holds vectors.
+    kind: Kind,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -156,6 +165,9 @@ impl PostgresStore {
         async move {
             let prefix_encoded = prefix_address(prefix)?;
             let op = &format!("searched namespace prefix {prefix:?}");
+            if let Some(text) = &query.query {
+                return self.search_by_meaning(&prefix_encoded, text, &query, refreshes, op).await;
+            }
             let now = self.options.now_ms();
             // Without a filter, the first offset + limit rows are all that is read; with one,
             // rows are read until enough have matched.
@@ -196,6 +208,72 @@ impl PostgresStore {
         .boxed()
     }
 
+    /// A search with a query: the items best matching it first, then those without vectors in
+    /// key order, filtered and paged as any search.
+    async fn search_by_meaning(
+        &self,
+        prefix: &str,
+        text: &str,
+        query: &SearchQuery,
+        refreshes: bool,
+        op: &str,
+    ) -> Result<Vec<Item>, StoreError> {
+        let index = self.options.index_config().ok_or_else(|| index::no_index("search by meaning"))?;
+        let wanted = postgres_index::query_param(self.kind, index.query_vector(text).await?);
+        let now = ms_param(self.options.now_ms());
+        let (low, high) = prefix_bounds(prefix);
+        // Without a filter, the best offset + limit items are all a page needs; an item has a
+        // vector per text, so as many vectors per item as the index has fields are read.
+        let vectors_needed = match (query.filter.is_empty(), query.limit) {
+            (true, Some(limit)) => Some(
+                i64::try_from(limit.saturating_add(query.offset).saturating_mul(index.field_names().len().max(1) * 4))
+                    .unwrap_or(i64::MAX),
+            ),
+            _ => None,
+        };
+        let prefixed = !prefix.is_empty();
+        let client = self.client(op).await?;
+        let mut page = Page::new(query);
+        {
+            let statement =
+                client.prepare_cached(&postgres_index::ranking_sql(self.kind, prefixed)).await.map_err(pg(op))?;
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&now, &*wanted, &vectors_needed];
+            if prefixed {
+                params.extend([&prefix as &(dyn ToSql + Sync), &low, &high]);
+            }
+            let rows = client.query_raw(&statement, params).await.map_err(pg(op))?;
+            let mut rows = std::pin::pin!(rows);
+            while !page.full() {
+                let Some(row) = rows.next().await else { break };
+                let row = row.map_err(pg(op))?;
+                let mut stored = item_row(&row)?;
+                stored.item.score = row.try_get::<_, Option<f64>>(7).ok().flatten();
+                page.offer(stored);
+            }
+        }
+        if !page.full() {
+            let unscored = format!(
+                "{SELECT_ITEM} WHERE {LIVE} AND {UNDER} AND NOT EXISTS (SELECT 1 FROM graphwright_store_vectors v \
+                 WHERE v.namespace = graphwright_store_items.namespace AND v.key = graphwright_store_items.key) \
+                 ORDER BY namespace, key",
+                UNDER = if prefixed { UNDER_PREFIX } else { "TRUE" }
+            );
+            let statement = client.prepare_cached(&unscored).await.map_err(pg(op))?;
+            let params: Vec<&(dyn ToSql + Sync)> = if prefixed { vec![&now, &prefix, &low, &high] } else { vec![&now] };
+            let rows = client.query_raw(&statement, params).await.map_err(pg(op))?;
+            let mut rows = std::pin::pin!(rows);
+            while !page.full() {
+                let Some(row) = rows.next().await else { break };
+                page.offer(item_row(&row.map_err(pg(op))?)?);
+            }
+        }
+        let mut found = page.found;
+        if refreshes {
+            Self::refresh(&client, &mut found, self.options.now_ms(), op).await?;
+        }
+        Ok(found.into_iter().map(|s| s.item).collect())
+    }
+
     /// Connects to the database at `url` (`postgres://user@host:port/db`, or `host=... dbname=...`)
     /// without TLS, with a pool of the default size and the default [`StoreOptions`], and sets
     /// up the store's table. For TLS or other pool settings, build the pool and call
@@ -215,14 +293,15 @@ impl PostgresStore {
     /// Uses a pool built elsewhere (with TLS, a size or timeouts of its own) and `options`, and
     /// sets up the store's table in the schema its connections see.
     pub async fn from_pool(pool: Pool, options: StoreOptions) -> Result<Self, StoreError> {
-        let store = Self { pool, sweeper: Arc::new(Sweeper::new(&options)), options: Arc::new(options) };
-        store.set_up().await?;
+        let mut store =
+            Self { pool, sweeper: Arc::new(Sweeper::new(&options)), options: Arc::new(options), kind: Kind::Array };
+        store.kind = store.set_up().await?;
         Ok(store)
     }
 
-    /// Creates the table if it is missing and checks the schema version, in one transaction
-    /// under an advisory lock.
-    async fn set_up(&self) -> Result<(), StoreError> {
+    /// Creates the tables if they are missing and checks the schema version, in one transaction
+    /// under an advisory lock; returns how the vectors' table holds vectors.
+    async fn set_up(&self) -> Result<Kind, StoreError> {
         let op = "set up the store tables";
         let mut client = self.client(op).await?;
         let tx = client.transaction().await.map_err(pg(op))?;
@@ -260,7 +339,9 @@ impl PostgresStore {
                 ));
             }
         }
-        tx.commit().await.map_err(pg(op))
+        let kind = postgres_index::set_up(&tx, self.options.index_config().map(index::IndexConfig::dims), op).await?;
+        tx.commit().await.map_err(pg(op))?;
+        Ok(kind)
     }
 
     /// A connection from the pool.
@@ -302,10 +383,6 @@ impl PostgresStore {
             .map_err(pg(op))?;
         Ok(())
     }
-}
-
-fn pg(operation: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
-    move |e| StoreError::backend(operation.to_owned(), DbError::from(e))
 }
 
 /// The bounds of the namespaces strictly under the stored prefix `prefix`: they start with
@@ -364,32 +441,43 @@ impl Store for PostgresStore {
         value: Value,
         ttl: Option<Duration>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.put_with(namespace, key, value, ttl, Indexing::AsConfigured)
+    }
+
+    fn put_with<'a>(
+        &'a self,
+        namespace: &'a [&'a str],
+        key: &'a str,
+        value: Value,
+        ttl: Option<Duration>,
+        indexing: Indexing,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             let encoded = item_address(namespace, key)?;
             let op = &format!("put {key:?} in namespace {namespace:?}");
             let text = serde_json::to_string(&value).map_err(|e| StoreError::backend(op.clone(), e))?;
+            // Embedded before a connection is taken: a model call can take seconds.
+            let embedded = index::vectors_for(self.options.index_config(), &value, &indexing, key).await?;
             let now = self.options.now_ms();
             let ttl_ms = ttl.map(ttl_millis);
-            let client = self.client(op).await?;
+            let mut client = self.client(op).await?;
             if self.sweeper.due(now) {
                 Self::sweep_on(&client, now, op).await?;
             }
-            let statement = client.prepare_cached(UPSERT).await.map_err(pg(op))?;
-            client
-                .execute(
-                    &statement,
-                    &[
-                        &encoded,
-                        &key,
-                        &text,
-                        &ms_param(now),
-                        &ttl_ms.map(|t| ms_param(expiry(now, t))),
-                        &ttl_ms.map(ms_param),
-                    ],
-                )
-                .await
-                .map_err(pg(op))?;
-            Ok(())
+            let (now_param, expires, ttl_param) =
+                (ms_param(now), ttl_ms.map(|t| ms_param(expiry(now, t))), ttl_ms.map(ms_param));
+            let params: [&(dyn ToSql + Sync); 6] = [&encoded, &key, &text, &now_param, &expires, &ttl_param];
+            if self.options.index_config().is_none() {
+                // One statement, as without vectors: it also clears vectors an earlier index left.
+                let statement = client.prepare_cached(&format!("{UPSERT_CLEARING}{UPSERT}")).await.map_err(pg(op))?;
+                client.execute(&statement, &params).await.map_err(pg(op))?;
+                return Ok(());
+            }
+            let tx = client.transaction().await.map_err(pg(op))?;
+            let statement = tx.prepare_cached(UPSERT).await.map_err(pg(op))?;
+            tx.execute(&statement, &params).await.map_err(pg(op))?;
+            postgres_index::write(&tx, self.kind, &encoded, key, embedded, op).await?;
+            tx.commit().await.map_err(pg(op))
         }
         .boxed()
     }
