@@ -13,8 +13,8 @@ use graphwright::model::{Embeddings, ModelError};
 #[cfg(feature = "postgres")]
 use graphwright::store::PostgresStore;
 use graphwright::store::{
-    Filter, InMemoryStore, IndexConfig, Indexing, Item, ManualClock, SearchQuery, SqliteStore, Store, StoreError,
-    StoreOptions,
+    Filter, InMemoryStore, IndexConfig, Indexing, Item, ManualClock, PutItem, SearchQuery, SqliteStore, Store,
+    StoreError, StoreOptions,
 };
 use serde_json::json;
 use std::future::Future;
@@ -237,6 +237,34 @@ async fn overwrites_deletes_and_expiry_update_the_ranking(make: Make) {
     assert_eq!(keys(&found)[..2], ["oslo", "cat"], "an item put again after its expiry has its new vectors only");
 }
 
+async fn put_many_embeds_in_one_call_and_is_all_or_nothing(make: Make) {
+    let f = indexed(make, &["text"]).await;
+    let item = |key: &str, text: &str| PutItem::new(&["m"], key, json!({"text": text}));
+    let refused = vec![item("tea", "green tea"), item("", "an empty key")];
+    let error = f.store.put_many(refused).await.unwrap_err();
+    assert!(matches!(error, StoreError::InvalidKey { .. }), "{error}");
+    assert_eq!(f.model.calls.load(Ordering::SeqCst), 0, "names are checked before anything is embedded");
+    assert_eq!(f.store.get(&["m"], "tea").await.unwrap(), None, "a refused batch stores nothing");
+    let batch = vec![
+        item("tea", "green tea"),
+        item("coffee", "black coffee"),
+        item("juice", "orange juice").indexing(Indexing::Off),
+        item("soon", "green tea leaves").ttl(Duration::from_mins(1)),
+    ];
+    f.store.put_many(batch).await.unwrap();
+    assert_eq!(f.model.calls.load(Ordering::SeqCst), 1, "one call of the model for the whole batch");
+    assert_eq!(f.model.texts.load(Ordering::SeqCst), 3);
+    let found = f.store.search(&["m"], SearchQuery::new().query("green tea")).await.unwrap();
+    assert_eq!(keys(&found)[..2], ["tea", "soon"]);
+    assert_eq!(keys(&found)[3], "juice");
+    f.clock.advance(Duration::from_mins(2));
+    assert_eq!(f.store.get(&["m"], "soon").await.unwrap(), None, "each item keeps its own time to live");
+    f.model.failing.store(true, Ordering::SeqCst);
+    let error = f.store.put_many(vec![item("a", "one"), item("b", "two")]).await.unwrap_err();
+    assert!(error.to_string().contains("the values of 2 items"), "{error}");
+    assert_eq!(f.store.get(&["m"], "a").await.unwrap(), None);
+}
+
 async fn a_failing_model_fails_the_put_and_stores_nothing(make: Make) {
     let f = indexed(make, &[]).await;
     f.store.put(&["a"], "kept", json!("green tea"), None).await.unwrap();
@@ -296,6 +324,10 @@ macro_rules! suite {
             #[tokio::test]
             async fn overwrites_deletes_and_expiry_update_the_ranking() {
                 super::overwrites_deletes_and_expiry_update_the_ranking($make).await
+            }
+            #[tokio::test]
+            async fn put_many_embeds_in_one_call_and_is_all_or_nothing() {
+                super::put_many_embeds_in_one_call_and_is_all_or_nothing($make).await
             }
             #[tokio::test]
             async fn a_failing_model_fails_the_put_and_stores_nothing() {

@@ -187,6 +187,15 @@ pub enum ServerError {
          again"
     )]
     LeaseLost,
+    /// [`Server::store_index`](crate::Server::store_index) was given with
+    /// [`Server::encryption`](crate::Server::encryption): the vectors an index keeps would
+    /// reveal what the encryption hides.
+    #[error(
+        "a store index cannot be used with encryption at rest: the vectors it keeps would reveal the meaning of the \
+         encrypted memories (a text can be largely recovered from its embedding); drop one of Server::store_index \
+         and Server::encryption"
+    )]
+    IndexWithEncryption,
     /// Two graphs were given the same name.
     #[error("two graphs are named `{0}`: give each graph its own name")]
     DuplicateGraph(String),

@@ -11,7 +11,7 @@ use crate::runs::Runs;
 use crate::sealed::Sealer;
 use crate::served::{self, Served};
 use graphwright::encryption::{Encrypted, Keys};
-use graphwright::store::SqliteStore;
+use graphwright::store::{SqliteStore, StoreOptions};
 use graphwright::{Checkpointer, CompiledGraph, InMemoryStore, MemorySaver, SqliteSaver, State, Store};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -93,6 +93,8 @@ pub struct Server {
     cors: Cors,
     /// The keys the server's storage is encrypted with.
     encryption: Option<Keys>,
+    /// The store's index for search by meaning, if any.
+    store_index: Option<graphwright::store::IndexConfig>,
     auth: Option<Arc<dyn Authenticator>>,
     /// Who may see and do what.
     policy: Option<Arc<Policy>>,
@@ -138,6 +140,7 @@ impl Server {
             max_runs_per_user: None,
             cors: Cors::loopback(),
             encryption: None,
+            store_index: None,
             auth: None,
             policy: None,
             drain_grace: DEFAULT_DRAIN_GRACE,
@@ -246,6 +249,29 @@ impl Server {
     /// ```
     pub fn encryption(mut self, keys: Keys) -> Self {
         self.encryption = Some(keys);
+        self
+    }
+
+    /// Gives the store an index, so that `POST /store/items/search` with a `query` ranks items
+    /// by meaning, as LangGraph's server does with `store.index` in `langgraph.json`: the
+    /// fields it names are embedded on every put (`"index": false` in a put stores an item
+    /// without vectors; a list of paths embeds those instead), and each item found carries its
+    /// `score`. Nodes see the same index through [`Runtime::store`](graphwright::Runtime::store).
+    /// It cannot be combined with [`encryption`](Self::encryption)
+    /// ([`ServerError::IndexWithEncryption`]).
+    ///
+    /// ```no_run
+    /// use graphwright::model::OpenAiEmbeddings;
+    /// use graphwright::store::IndexConfig;
+    /// use graphwright_server::Server;
+    ///
+    /// # fn index() -> Result<IndexConfig, graphwright::store::StoreError> {
+    /// let index = IndexConfig::new(OpenAiEmbeddings::new("text-embedding-3-small"), 1536).fields(["text"])?;
+    /// let server = Server::new().sqlite("threads.db").store_index(index);
+    /// # unimplemented!() }
+    /// ```
+    pub fn store_index(mut self, index: graphwright::store::IndexConfig) -> Self {
+        self.store_index = Some(index);
         self
     }
 
@@ -365,6 +391,9 @@ impl Server {
         if self.policy.is_some() && self.auth.is_none() {
             return Err(ServerError::AuthorizationWithoutAuthentication);
         }
+        if self.store_index.is_some() && self.encryption.is_some() {
+            return Err(ServerError::IndexWithEncryption);
+        }
         let (cors, guard) = self.cors.build()?;
         let runs = Arc::new(Runs::default());
         // Runs this process takes over from processes that are gone (PostgreSQL), to execute.
@@ -452,13 +481,17 @@ impl Server {
     ) -> Result<Storage, ServerError> {
         let fail = |reason: String| self.database.failed(reason);
         let sealer = Sealer::new(self.encryption.clone());
+        let store_options = || match &self.store_index {
+            Some(index) => StoreOptions::new().index(index.clone()),
+            None => StoreOptions::new(),
+        };
         match &self.database {
             Database::Memory => {
                 // Nothing is at rest: there is nothing to encrypt.
                 let meta = SqliteMeta::open(None).map_err(|e| fail(e.to_string()))?;
                 Ok(Storage {
                     saver: Arc::new(MemorySaver::new()),
-                    store: Arc::new(InMemoryStore::new()),
+                    store: Arc::new(InMemoryStore::with_options(store_options())),
                     meta: Meta::new(Db::Sqlite(meta), Sealer::default()),
                     #[cfg(feature = "postgres")]
                     cluster: None,
@@ -466,7 +499,7 @@ impl Server {
             }
             Database::Sqlite(path) => {
                 let saver = SqliteSaver::open(path).map_err(|e| fail(e.to_string()))?;
-                let store = SqliteStore::open(path).map_err(|e| fail(e.to_string()))?;
+                let store = SqliteStore::open_with(path, store_options()).map_err(|e| fail(e.to_string()))?;
                 let meta = SqliteMeta::open(Some(path)).map_err(|e| fail(e.to_string()))?;
                 Ok(Storage {
                     saver: sealed_saver(saver, self.encryption.as_ref()),
@@ -481,12 +514,9 @@ impl Server {
                 let pool = graphwright::checkpoint::postgres_pool(url).map_err(|e| fail(e.to_string()))?;
                 let saver =
                     graphwright::PostgresSaver::from_pool(pool.clone()).await.map_err(|e| fail(e.to_string()))?;
-                let store = graphwright::store::PostgresStore::from_pool(
-                    pool.clone(),
-                    graphwright::store::StoreOptions::default(),
-                )
-                .await
-                .map_err(|e| fail(e.to_string()))?;
+                let store = graphwright::store::PostgresStore::from_pool(pool.clone(), store_options())
+                    .await
+                    .map_err(|e| fail(e.to_string()))?;
                 let cluster = crate::cluster::Cluster::start(
                     url,
                     pool,

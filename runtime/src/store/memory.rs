@@ -2,7 +2,7 @@
 
 use super::index::{self, Indexing, vector};
 use super::{
-    Item, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key, cut_namespaces,
+    Item, PutItem, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key, cut_namespaces,
     decode_namespace, encode_namespace, encode_prefix, expiry, live, time_of, ttl_millis, under,
 };
 use futures::FutureExt;
@@ -190,36 +190,46 @@ impl Store for InMemoryStore {
         ttl: Option<Duration>,
         indexing: Indexing,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.put_many(vec![PutItem::new(namespace, key, value).indexing(indexing).with_ttl(ttl)])
+    }
+
+    fn put_many(&self, items: Vec<PutItem>) -> BoxFuture<'_, Result<(), StoreError>> {
         async move {
-            let encoded = encode_namespace(namespace)?;
-            check_key(key)?;
+            let mut ids = Vec::with_capacity(items.len());
+            for item in &items {
+                ids.push((encode_namespace(&item.labels())?, item.key.clone()));
+                check_key(&item.key)?;
+            }
+            let asked: Vec<_> = items.iter().map(|i| (&i.value, &i.indexing, i.key.as_str())).collect();
             // Embedded before the lock is taken: a model call can take seconds.
-            let vectors = index::vectors_for(self.options.index_config(), &value, &indexing, key).await?;
-            let mut items = self.lock("put an item")?;
+            let vectors = index::vectors_for_many(self.options.index_config(), &asked).await?;
+            let mut entries = self.lock("put an item")?;
             let now = self.options.now_ms();
             if self.sweeper.due(now) {
-                Self::sweep_locked(&mut items, now);
+                Self::sweep_locked(&mut entries, now);
             }
-            let ttl_ms = ttl.map(ttl_millis);
-            let entry = items.entry((encoded, key.to_owned())).or_insert(Entry {
-                value: Value::Null,
-                created_ms: now,
-                updated_ms: now,
-                expires_ms: None,
-                ttl_ms: None,
-                vectors: Vec::new(),
-            });
-            if !live(entry.expires_ms, now) {
-                entry.created_ms = now;
+            for ((id, item), vectors) in ids.into_iter().zip(items).zip(vectors) {
+                let ttl_ms = item.ttl.map(ttl_millis);
+                let entry = entries.entry(id).or_insert(Entry {
+                    value: Value::Null,
+                    created_ms: now,
+                    updated_ms: now,
+                    expires_ms: None,
+                    ttl_ms: None,
+                    vectors: Vec::new(),
+                });
+                if !live(entry.expires_ms, now) {
+                    entry.created_ms = now;
+                }
+                *entry = Entry {
+                    value: item.value,
+                    created_ms: entry.created_ms,
+                    updated_ms: now,
+                    expires_ms: ttl_ms.map(|t| expiry(now, t)),
+                    ttl_ms,
+                    vectors: vectors.into_iter().map(|(_, v)| v).collect(),
+                };
             }
-            *entry = Entry {
-                value,
-                created_ms: entry.created_ms,
-                updated_ms: now,
-                expires_ms: ttl_ms.map(|t| expiry(now, t)),
-                ttl_ms,
-                vectors: vectors.into_iter().map(|(_, v)| v).collect(),
-            };
             Ok(())
         }
         .boxed()

@@ -185,6 +185,62 @@ impl SearchQuery {
     }
 }
 
+/// One item of a [`Store::put_many`]: what [`Store::put_with`] takes, owned.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PutItem {
+    /// The namespace's labels.
+    pub namespace: Vec<String>,
+    /// The key within the namespace.
+    pub key: String,
+    /// The value to store.
+    pub value: Value,
+    /// Its time to live, if it expires.
+    pub ttl: Option<Duration>,
+    /// What of it to embed.
+    pub indexing: Indexing,
+}
+
+impl PutItem {
+    /// `value` under `namespace` and `key`, without expiry, embedded as the index says.
+    pub fn new<S: AsRef<str>>(namespace: &[S], key: impl Into<String>, value: Value) -> Self {
+        Self {
+            namespace: namespace.iter().map(|label| label.as_ref().to_owned()).collect(),
+            key: key.into(),
+            value,
+            ttl: None,
+            indexing: Indexing::AsConfigured,
+        }
+    }
+
+    /// Expires `ttl` after the put.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Expires `ttl` after the put, if given.
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Embeds what `indexing` says.
+    #[must_use]
+    pub fn indexing(mut self, indexing: Indexing) -> Self {
+        self.indexing = indexing;
+        self
+    }
+
+    /// The namespace as the stores take it.
+    #[must_use]
+    pub fn labels(&self) -> Vec<&str> {
+        self.namespace.iter().map(String::as_str).collect()
+    }
+}
+
 /// How a store treats time: its clock, whether reads refresh a time to live, and how often
 /// writes sweep expired items.
 #[derive(Clone)]
@@ -299,6 +355,20 @@ pub trait Store: Send + Sync + 'static {
             Indexing::AsConfigured | Indexing::Off => self.put(namespace, key, value, ttl),
             Indexing::Fields(_) => Box::pin(async { Err(index::no_index("put an item with fields to embed")) }),
         }
+    }
+
+    /// Puts every one of `items`, as [`put_with`](Self::put_with) would one by one, with one
+    /// call of the index's model for all their texts (which it sends in batches). The
+    /// database stores write them in one transaction, so either every item is stored or none
+    /// is; the default (for stores that do not override it) puts them one after the other.
+    fn put_many(&self, items: Vec<PutItem>) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            for item in items {
+                let labels = item.labels();
+                self.put_with(&labels, &item.key, item.value.clone(), item.ttl, item.indexing.clone()).await?;
+            }
+            Ok(())
+        })
     }
 
     /// The item under `namespace` and `key`, unless there is none or it has expired.

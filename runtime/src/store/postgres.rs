@@ -3,9 +3,9 @@
 use super::index::{self, Indexing};
 use super::postgres_index::{self, Kind, pg};
 use super::{
-    Item, Page, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth,
-    check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of,
-    ttl_millis, under,
+    Item, Page, PutItem, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper,
+    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param,
+    time_of, ttl_millis, under,
 };
 use crate::checkpoint::postgres::pool_for;
 use deadpool_postgres::{Object, Pool};
@@ -456,27 +456,63 @@ impl Store for PostgresStore {
             let encoded = item_address(namespace, key)?;
             let op = &format!("put {key:?} in namespace {namespace:?}");
             let text = serde_json::to_string(&value).map_err(|e| StoreError::backend(op.clone(), e))?;
-            // Embedded before a connection is taken: a model call can take seconds.
-            let embedded = index::vectors_for(self.options.index_config(), &value, &indexing, key).await?;
+            if self.options.index_config().is_some() {
+                return self.put_many(vec![PutItem::new(namespace, key, value).indexing(indexing).with_ttl(ttl)]).await;
+            }
+            index::vectors_for(None, &value, &indexing, key).await?;
             let now = self.options.now_ms();
             let ttl_ms = ttl.map(ttl_millis);
-            let mut client = self.client(op).await?;
+            let client = self.client(op).await?;
             if self.sweeper.due(now) {
                 Self::sweep_on(&client, now, op).await?;
             }
             let (now_param, expires, ttl_param) =
                 (ms_param(now), ttl_ms.map(|t| ms_param(expiry(now, t))), ttl_ms.map(ms_param));
-            let params: [&(dyn ToSql + Sync); 6] = [&encoded, &key, &text, &now_param, &expires, &ttl_param];
-            if self.options.index_config().is_none() {
-                // One statement, as without vectors: it also clears vectors an earlier index left.
-                let statement = client.prepare_cached(&format!("{UPSERT_CLEARING}{UPSERT}")).await.map_err(pg(op))?;
-                client.execute(&statement, &params).await.map_err(pg(op))?;
-                return Ok(());
+            // One statement, as without vectors: it also clears vectors an earlier index left.
+            let statement = client.prepare_cached(&format!("{UPSERT_CLEARING}{UPSERT}")).await.map_err(pg(op))?;
+            client
+                .execute(&statement, &[&encoded, &key, &text, &now_param, &expires, &ttl_param])
+                .await
+                .map_err(pg(op))?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn put_many(&self, items: Vec<PutItem>) -> BoxFuture<'_, Result<(), StoreError>> {
+        async move {
+            let mut rows = Vec::with_capacity(items.len());
+            for item in &items {
+                let encoded = item_address(&item.labels(), &item.key)?;
+                let text = serde_json::to_string(&item.value)
+                    .map_err(|e| StoreError::backend(format!("put {:?}", item.key), e))?;
+                rows.push((encoded, text));
+            }
+            let op = &match items.as_slice() {
+                [one] => format!("put {:?} in namespace {:?}", one.key, one.namespace),
+                _ => format!("put {} items", items.len()),
+            };
+            let asked: Vec<_> = items.iter().map(|i| (&i.value, &i.indexing, i.key.as_str())).collect();
+            // Embedded before a connection is taken: a model call can take seconds.
+            let embedded = index::vectors_for_many(self.options.index_config(), &asked).await?;
+            let now = self.options.now_ms();
+            let mut client = self.client(op).await?;
+            if self.sweeper.due(now) {
+                Self::sweep_on(&client, now, op).await?;
             }
             let tx = client.transaction().await.map_err(pg(op))?;
-            let statement = tx.prepare_cached(UPSERT).await.map_err(pg(op))?;
-            tx.execute(&statement, &params).await.map_err(pg(op))?;
-            postgres_index::write(&tx, self.kind, &encoded, key, embedded, op).await?;
+            let statement = tx.prepare_cached(&format!("{UPSERT_CLEARING}{UPSERT}")).await.map_err(pg(op))?;
+            let now_param = ms_param(now);
+            for ((item, (encoded, text)), embedded) in items.iter().zip(&rows).zip(embedded) {
+                let ttl_ms = item.ttl.map(ttl_millis);
+                let (expires, ttl_param) = (ttl_ms.map(|t| ms_param(expiry(now, t))), ttl_ms.map(ms_param));
+                tx.execute(&statement, &[encoded, &item.key, text, &now_param, &expires, &ttl_param])
+                    .await
+                    .map_err(pg(op))?;
+                if !embedded.is_empty() {
+                    postgres_index::write(&tx, self.kind, encoded, &item.key, embedded, op).await?;
+                }
+            }
             tx.commit().await.map_err(pg(op))
         }
         .boxed()

@@ -3,8 +3,9 @@
 use super::index::{self, Embedded, Indexing};
 use super::sqlite_index::{self, Pending, VectorCache};
 use super::{
-    Item, Page, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper, check_depth,
-    check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param, time_of, under,
+    Item, Page, PutItem, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper,
+    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param,
+    time_of, under,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -32,6 +33,19 @@ CREATE TABLE IF NOT EXISTS store_items (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS store_items_expiry ON store_items (expires_at_ms) WHERE expires_at_ms IS NOT NULL;
 ";
+
+/// Puts an item (?1 namespace, ?2 key, ?3 value, ?4 the time, ?5 its expiry, ?6 its time to
+/// live), keeping `created_at_ms` unless the item it replaces had expired.
+const UPSERT: &str = "INSERT INTO store_items (namespace, key, value, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms) \
+     VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6) \
+     ON CONFLICT (namespace, key) DO UPDATE SET \
+       value = excluded.value, \
+       created_at_ms = CASE WHEN store_items.expires_at_ms IS NOT NULL \
+         AND store_items.expires_at_ms <= excluded.updated_at_ms \
+         THEN excluded.created_at_ms ELSE store_items.created_at_ms END, \
+       updated_at_ms = excluded.updated_at_ms, \
+       expires_at_ms = excluded.expires_at_ms, \
+       ttl_ms = excluded.ttl_ms";
 
 /// The columns every read selects, in the order [`item_row`] reads them.
 const SELECT_ITEM: &str =
@@ -371,47 +385,50 @@ impl Store for SqliteStore {
         ttl: Option<Duration>,
         indexing: Indexing,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.put_many(vec![PutItem::new(namespace, key, value).indexing(indexing).with_ttl(ttl)])
+    }
+
+    fn put_many(&self, items: Vec<PutItem>) -> BoxFuture<'_, Result<(), StoreError>> {
         async move {
-            let encoded = encode_namespace(namespace)?;
-            check_key(key)?;
+            let mut encoded = Vec::with_capacity(items.len());
+            for item in &items {
+                encoded.push(encode_namespace(&item.labels())?);
+                check_key(&item.key)?;
+            }
             let index = self.options.index_config();
+            let asked: Vec<_> = items.iter().map(|i| (&i.value, &i.indexing, i.key.as_str())).collect();
             // Embedded before the connection is taken: a model call can take seconds.
-            let embedded: Vec<Embedded> = index::vectors_for(index, &value, &indexing, key).await?;
+            let embedded: Vec<Vec<Embedded>> = index::vectors_for_many(index, &asked).await?;
             let indexed = index.is_some();
-            let (key, sweeper, vectors) = (key.to_owned(), Arc::clone(&self.sweeper), Arc::clone(&self.vectors));
-            let operation = format!("put {key:?} in namespace {namespace:?}");
+            let (sweeper, vectors) = (Arc::clone(&self.sweeper), Arc::clone(&self.vectors));
+            let operation = match items.as_slice() {
+                [one] => format!("put {:?} in namespace {:?}", one.key, one.namespace),
+                _ => format!("put {} items", items.len()),
+            };
             self.call(operation.clone(), move |c, now| {
                 let op = operation.as_str();
-                let text = serde_json::to_string(&value).map_err(|e| StoreError::backend(op, e))?;
-                let ttl_ms = ttl.map(super::ttl_millis);
                 let tx = SqliteStore::begin(c, op)?;
                 let mut pending = Pending::none();
                 if sweeper.due(now) {
                     pending = sweep_expired(&tx, now, op)?.1;
                 }
-                tx.execute(
-                    "INSERT INTO store_items (namespace, key, value, created_at_ms, updated_at_ms, expires_at_ms, ttl_ms) \
-                     VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6) \
-                     ON CONFLICT (namespace, key) DO UPDATE SET \
-                       value = excluded.value, \
-                       created_at_ms = CASE WHEN store_items.expires_at_ms IS NOT NULL \
-                         AND store_items.expires_at_ms <= excluded.updated_at_ms \
-                         THEN excluded.created_at_ms ELSE store_items.created_at_ms END, \
-                       updated_at_ms = excluded.updated_at_ms, \
-                       expires_at_ms = excluded.expires_at_ms, \
-                       ttl_ms = excluded.ttl_ms",
-                    params![
-                        encoded,
-                        key,
-                        text,
-                        ms_param(now),
-                        ttl_ms.map(|t| ms_param(expiry(now, t))),
-                        ttl_ms.map(ms_param)
-                    ],
-                )
-                .map_err(sql(op))?;
-                let written = sqlite_index::write(&tx, &encoded, &key, embedded, indexed, op)?;
-                commit(tx, pending.and(written), &vectors, op)
+                for ((item, namespace), embedded) in items.into_iter().zip(encoded).zip(embedded) {
+                    let text = serde_json::to_string(&item.value).map_err(|e| StoreError::backend(op, e))?;
+                    let ttl_ms = item.ttl.map(super::ttl_millis);
+                    let mut upsert = tx.prepare_cached(UPSERT).map_err(sql(op))?;
+                    upsert
+                        .execute(params![
+                            namespace,
+                            item.key,
+                            text,
+                            ms_param(now),
+                            ttl_ms.map(|t| ms_param(expiry(now, t))),
+                            ttl_ms.map(ms_param)
+                        ])
+                        .map_err(sql(op))?;
+                    pending = pending.and(sqlite_index::write(&tx, &namespace, &item.key, embedded, indexed, op)?);
+                }
+                commit(tx, pending, &vectors, op)
             })
             .await
         }

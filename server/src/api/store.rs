@@ -8,7 +8,7 @@ use crate::error::ApiError;
 use crate::wire::body::{Body, Query};
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
-use graphwright::store::{Filter, Item, SearchQuery};
+use graphwright::store::{Filter, Indexing, Item, SearchQuery};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -48,6 +48,31 @@ fn item(item: &Item) -> Value {
     })
 }
 
+/// An item as a search returns it: with its `score` (null outside a search by meaning).
+fn found(found: &Item) -> Value {
+    let mut value = item(found);
+    value["score"] = found.score.map_or(Value::Null, |score| json!(score));
+    value
+}
+
+/// What a put's `index` asks: `false` for no vectors, a list of paths for those, nothing (or
+/// null) for the store's own fields.
+fn indexing(index: Option<Value>) -> Result<Indexing, ApiError> {
+    match index {
+        None | Some(Value::Null) => Ok(Indexing::AsConfigured),
+        Some(Value::Bool(false)) => Ok(Indexing::Off),
+        Some(Value::Array(paths)) => paths
+            .into_iter()
+            .map(|path| match path {
+                Value::String(path) => Ok(path),
+                other => Err(ApiError::Invalid(format!("`index` paths must be strings, not {other}"))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Indexing::Fields),
+        Some(other) => Err(ApiError::Invalid(format!("`index` must be false or a list of field paths, not {other}"))),
+    }
+}
+
 #[derive(Deserialize)]
 pub(super) struct Put {
     namespace: Vec<String>,
@@ -56,6 +81,9 @@ pub(super) struct Put {
     /// Minutes.
     #[serde(default)]
     ttl: Option<f64>,
+    /// `false`, or the paths to embed instead of the index's own.
+    #[serde(default)]
+    index: Option<Value>,
 }
 
 pub(super) async fn put(State(app): State<Arc<App>>, gate: Gate, Body(body): Body<Put>) -> Result<Response, ApiError> {
@@ -72,7 +100,8 @@ pub(super) async fn put(State(app): State<Arc<App>>, gate: Gate, Body(body): Bod
             return Err(ApiError::Invalid(format!("`ttl` must be a positive number of minutes, not {other}")));
         }
     };
-    app.store.put(&namespace, &body.key, Value::Object(body.value), ttl).await?;
+    let indexing = indexing(body.index)?;
+    app.store.put_with(&namespace, &body.key, Value::Object(body.value), ttl, indexing).await?;
     Ok(no_content())
 }
 
@@ -119,19 +148,22 @@ pub(super) async fn search(
     checked(&prefix)?;
     let prefix = allowed(&gate, Action::Search, prefix, None).await?;
     let labels = checked(&prefix)?;
-    if body.get("query").is_some_and(|q| !q.is_null()) {
-        return Err(ApiError::Invalid(
-            "semantic search (`query`) needs an index, which this store does not have: search with `filter`".into(),
-        ));
-    }
+    let text = match body.get("query") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(other) => return Err(ApiError::Invalid(format!("`query` must be a string, not {other}"))),
+    };
     let filter = match body.get("filter") {
         None | Some(Value::Null) => Filter::new(),
         Some(filter) => Filter::from_json(filter).map_err(|e| ApiError::Invalid(e.to_string()))?,
     };
-    let query =
+    let mut query =
         SearchQuery::new().filter(filter).limit(number(&body, "limit", 10)?).offset(number(&body, "offset", 0)?);
+    if let Some(text) = text {
+        query = query.query(text);
+    }
     let items = app.store.search(&labels, query).await?;
-    Ok(json(&json!({"items": items.iter().map(item).collect::<Vec<_>>()})))
+    Ok(json(&json!({"items": items.iter().map(found).collect::<Vec<_>>()})))
 }
 
 pub(super) async fn namespaces(

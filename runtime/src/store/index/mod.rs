@@ -151,40 +151,60 @@ pub(crate) async fn vectors_for(
     indexing: &Indexing,
     key: &str,
 ) -> Result<Vec<Embedded>, StoreError> {
+    let mut all = vectors_for_many(index, &[(value, indexing, key)]).await?;
+    Ok(all.pop().unwrap_or_default())
+}
+
+/// The vectors of each of `items` (value, indexing, key), in order, with one call of the
+/// model for all their texts (which batches them as it must).
+pub(crate) async fn vectors_for_many(
+    index: Option<&IndexConfig>,
+    items: &[(&Value, &Indexing, &str)],
+) -> Result<Vec<Vec<Embedded>>, StoreError> {
     let Some(index) = index else {
-        return match indexing {
-            Indexing::Fields(_) => Err(no_index("put an item with fields to embed")),
-            Indexing::AsConfigured | Indexing::Off => Ok(Vec::new()),
-        };
-    };
-    let owned;
-    let fields: &[FieldPath] = match indexing {
-        Indexing::Off => return Ok(Vec::new()),
-        Indexing::AsConfigured => &index.fields,
-        Indexing::Fields(paths) => {
-            owned = parse_fields(paths)?;
-            &owned
+        if items.iter().any(|(_, indexing, _)| matches!(indexing, Indexing::Fields(_))) {
+            return Err(no_index("put an item with fields to embed"));
         }
+        return Ok(vec![Vec::new(); items.len()]);
     };
-    let mut paths = Vec::new();
+    // Each text's item and path, in the order the texts are sent.
+    let mut found: Vec<(usize, String)> = Vec::new();
     let mut texts = Vec::new();
-    for field in fields {
-        for text in field.texts(value) {
-            paths.push(field.as_str().to_owned());
-            texts.push(text);
+    for (at, (value, indexing, _)) in items.iter().enumerate() {
+        let owned;
+        let fields: &[FieldPath] = match indexing {
+            Indexing::Off => continue,
+            Indexing::AsConfigured => &index.fields,
+            Indexing::Fields(paths) => {
+                owned = parse_fields(paths)?;
+                &owned
+            }
+        };
+        for field in fields {
+            for text in field.texts(value) {
+                found.push((at, field.as_str().to_owned()));
+                texts.push(text);
+            }
         }
     }
+    let mut out = vec![Vec::new(); items.len()];
     if texts.is_empty() {
-        return Ok(Vec::new());
+        return Ok(out);
     }
-    let what = || format!("the value of {key:?}");
+    let what = || match items {
+        [(_, _, key)] => format!("the value of {key:?}"),
+        _ => format!("the values of {} items", items.len()),
+    };
     let vectors = index.embed.embed(&texts).await.map_err(|source| StoreError::Embedding { what: what(), source })?;
     if vectors.len() != texts.len() {
         return Err(StoreError::InvalidIndex {
             reason: format!("the model gave {} vectors for {} texts of {}", vectors.len(), texts.len(), what()),
         });
     }
-    paths.into_iter().zip(vectors).map(|(path, vector)| Ok((path, index.checked(vector, &what())?))).collect()
+    for ((at, path), vector) in found.into_iter().zip(vectors) {
+        out[at].push((path, index.checked(vector, &what())?));
+    }
+    Ok(out)
 }
 
 /// The error for a search by meaning, or a put naming fields, on a store without an index.
