@@ -121,6 +121,7 @@ impl std::fmt::Debug for Server {
             .field("max_runs_per_user", &self.max_runs_per_user)
             .field("cors", &self.cors)
             .field("encryption", &self.encryption.as_ref().map(Keys::id))
+            .field("store_index", &self.store_index)
             .field("auth", &self.auth.is_some())
             .field("policy", &self.policy)
             .field("drain_grace", &self.drain_grace)
