@@ -1,6 +1,7 @@
 //! The in-process store.
 
-use super::index::{self, Indexing, vector};
+use super::index::vector::{Ranking, Vector};
+use super::index::{self, Indexing};
 use super::{
     Item, PutItem, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key, cut_namespaces,
     decode_namespace, encode_namespace, encode_prefix, expiry, live, time_of, ttl_millis, under,
@@ -45,8 +46,8 @@ struct Entry {
     updated_ms: u64,
     expires_ms: Option<u64>,
     ttl_ms: Option<u64>,
-    /// The normalised vectors of its embedded texts (none without an index).
-    vectors: Vec<Vec<f32>>,
+    /// The vectors of its embedded texts (none without an index).
+    vectors: Vec<Vector>,
 }
 
 /// How many of a ranking's best candidates are sorted at first: a search's page is usually
@@ -102,20 +103,15 @@ impl InMemoryStore {
             .iter_mut()
             .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
             .collect();
-        let (mut scored, mut scoreless) = (Vec::new(), Vec::new());
-        for (at, (_, entry)) in matching.iter().enumerate() {
-            match vector::best(&wanted, &entry.vectors) {
-                Some(score) => scored.push((score, at)),
-                None => scoreless.push(at),
-            }
-        }
+        let items: Vec<&[Vector]> = matching.iter().map(|(_, entry)| entry.vectors.as_slice()).collect();
+        let scoreless: Vec<usize> = (0..items.len()).filter(|&at| items[at].is_empty()).collect();
         let batch = query.limit.map_or(usize::MAX, |l| l.saturating_add(query.offset)).min(FIRST_SORTED);
-        let ranked = vector::BestFirst::new(scored, batch)
+        let ranked: Vec<(Option<f32>, usize)> = Ranking::new(wanted, items, batch)
             .map(|(score, at)| (Some(score), at))
             .chain(scoreless.into_iter().map(|at| (None, at)))
             .skip(query.offset)
-            .take(query.limit.unwrap_or(usize::MAX));
-        let ranked: Vec<(Option<f32>, usize)> = ranked.collect();
+            .take(query.limit.unwrap_or(usize::MAX))
+            .collect();
         let mut matching: Vec<Option<(&(String, String), &mut Entry)>> = matching.into_iter().map(Some).collect();
         let mut out = Vec::with_capacity(ranked.len());
         for (score, at) in ranked {
@@ -227,7 +223,7 @@ impl Store for InMemoryStore {
                     updated_ms: now,
                     expires_ms: ttl_ms.map(|t| expiry(now, t)),
                     ttl_ms,
-                    vectors: vectors.into_iter().map(|(_, v)| v).collect(),
+                    vectors: vectors.into_iter().map(|(_, v)| Vector::new(v)).collect(),
                 };
             }
             Ok(())

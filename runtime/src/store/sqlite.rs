@@ -193,7 +193,7 @@ impl SqliteStore {
                              AND (expires_at_ms IS NULL OR expires_at_ms > ?3)"
                         ))
                         .map_err(sql(op))?;
-                    for (score, (namespace, key)) in cache.ranking(&tx, dims, &wanted, &prefix, batch, op)? {
+                    for (score, (namespace, key)) in cache.ranking(&tx, dims, wanted, &prefix, batch, op)? {
                         if page.full() {
                             break;
                         }

@@ -8,7 +8,8 @@
 //! the copy is then loaded again.
 
 use super::StoreError;
-use super::index::{Embedded, vector};
+use super::index::Embedded;
+use super::index::vector::{self, Ranking, Vector};
 use rusqlite::{Transaction, params};
 use std::collections::BTreeMap;
 
@@ -33,7 +34,7 @@ pub(super) type Address = (String, String);
 pub(super) struct VectorCache {
     /// The table's version the copy holds; `None` until loaded.
     version: Option<i64>,
-    vectors: BTreeMap<Address, Vec<Vec<f32>>>,
+    vectors: BTreeMap<Address, Vec<Vector>>,
 }
 
 fn sql(operation: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -53,7 +54,7 @@ fn bump(tx: &Transaction<'_>, op: &str) -> Result<i64, StoreError> {
 impl VectorCache {
     /// Applies a change made at table version `version` to the copy, if it held the version just
     /// before it; otherwise the copy is out of date anyway and is loaded again by the next search.
-    fn apply(&mut self, version: i64, change: impl FnOnce(&mut BTreeMap<Address, Vec<Vec<f32>>>)) {
+    fn apply(&mut self, version: i64, change: impl FnOnce(&mut BTreeMap<Address, Vec<Vector>>)) {
         if self.version == Some(version - 1) {
             change(&mut self.vectors);
             self.version = Some(version);
@@ -70,7 +71,7 @@ impl VectorCache {
         if self.version == Some(version) {
             return Ok(());
         }
-        let mut vectors: BTreeMap<Address, Vec<Vec<f32>>> = BTreeMap::new();
+        let mut vectors: BTreeMap<Address, Vec<Vector>> = BTreeMap::new();
         let mut statement = tx
             .prepare_cached("SELECT namespace, key, embedding FROM store_vectors ORDER BY namespace, key, position")
             .map_err(sql(op))?;
@@ -87,7 +88,7 @@ impl VectorCache {
                      embed it anew"
                 ),
             })?;
-            vectors.entry((namespace, key)).or_default().push(vector);
+            vectors.entry((namespace, key)).or_default().push(Vector::new(vector));
         }
         *self = Self { version: Some(version), vectors };
         Ok(())
@@ -99,7 +100,7 @@ impl VectorCache {
 pub(super) struct Pending(Vec<(i64, Change)>);
 
 enum Change {
-    Set(Address, Vec<Vec<f32>>),
+    Set(Address, Vec<Vector>),
     Remove(Vec<Address>),
 }
 
@@ -160,7 +161,7 @@ pub(super) fn write(
     for (position, (field, vector)) in embedded.into_iter().enumerate() {
         let position = i64::try_from(position).unwrap_or(i64::MAX);
         insert.execute(params![namespace, key, position, field, vector::to_bytes(&vector)]).map_err(sql(op))?;
-        vectors.push(vector);
+        vectors.push(Vector::new(vector));
     }
     if deleted == 0 && vectors.is_empty() {
         return Ok(Pending::none());
@@ -197,23 +198,18 @@ impl VectorCache {
         &'c mut self,
         tx: &Transaction<'_>,
         dims: usize,
-        wanted: &[f32],
+        wanted: Vec<f32>,
         prefix: &str,
         batch: usize,
         op: &str,
     ) -> Result<impl Iterator<Item = (f32, &'c Address)> + 'c, StoreError> {
         self.refresh(tx, dims, op)?;
-        let mut addresses = Vec::new();
-        let mut scored = Vec::new();
-        for (address, vectors) in &self.vectors {
-            if !super::under(&address.0, prefix) {
-                continue;
-            }
-            if let Some(score) = vector::best(wanted, vectors) {
-                scored.push((score, addresses.len()));
-                addresses.push(address);
-            }
-        }
-        Ok(vector::BestFirst::new(scored, batch).map(move |(score, at)| (score, addresses[at])))
+        let (addresses, items): (Vec<&Address>, Vec<&[Vector]>) = self
+            .vectors
+            .iter()
+            .filter(|(address, _)| super::under(&address.0, prefix))
+            .map(|(address, vectors)| (address, vectors.as_slice()))
+            .unzip();
+        Ok(Ranking::new(wanted, items, batch).map(move |(score, at)| (score, addresses[at])))
     }
 }
