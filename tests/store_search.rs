@@ -265,6 +265,26 @@ async fn put_many_embeds_in_one_call_and_is_all_or_nothing(make: Make) {
     assert_eq!(f.store.get(&["m"], "a").await.unwrap(), None);
 }
 
+async fn vectors_replaced_many_times_are_ranked_by_their_latest(make: Make) {
+    let f = indexed(make, &["text"]).await;
+    f.store.put(&["m"], "other", json!({"text": "black coffee"}), None).await.unwrap();
+    // A search first, so that a store keeping a copy of its vectors has it loaded and keeps it
+    // in step through the replacements.
+    assert_eq!(keys(&f.store.search(&["m"], SearchQuery::new().query("tea")).await.unwrap()), ["other"]);
+    // Enough replacements that the stores close the gaps the old vectors leave.
+    let texts = ["black coffee at night", "green tea"];
+    let batch: Vec<PutItem> =
+        (0..1500).map(|n| PutItem::new(&["m"], "k", json!({"text": texts[n % 2], "n": n}))).collect();
+    f.store.put_many(batch).await.unwrap();
+    let found = f.store.search(&["m"], SearchQuery::new().query("green tea")).await.unwrap();
+    assert_eq!(keys(&found), ["k", "other"]);
+    assert_eq!(found[0].value["n"], 1499, "the last put of a key in a batch is the one kept");
+    assert!(close(found[0].score, 1.0), "{:?}", found[0].score);
+    f.store.delete(&["m"], "k").await.unwrap();
+    let found = f.store.search(&["m"], SearchQuery::new().query("green tea")).await.unwrap();
+    assert_eq!(keys(&found), ["other"]);
+}
+
 async fn a_failing_model_fails_the_put_and_stores_nothing(make: Make) {
     let f = indexed(make, &[]).await;
     f.store.put(&["a"], "kept", json!("green tea"), None).await.unwrap();
@@ -328,6 +348,10 @@ macro_rules! suite {
             #[tokio::test]
             async fn put_many_embeds_in_one_call_and_is_all_or_nothing() {
                 super::put_many_embeds_in_one_call_and_is_all_or_nothing($make).await
+            }
+            #[tokio::test]
+            async fn vectors_replaced_many_times_are_ranked_by_their_latest() {
+                super::vectors_replaced_many_times_are_ranked_by_their_latest($make).await
             }
             #[tokio::test]
             async fn a_failing_model_fails_the_put_and_stores_nothing() {

@@ -1,6 +1,6 @@
 //! The in-process store.
 
-use super::index::vector::{Ranking, Vector};
+use super::index::arena::{Arena, Ranking, Span};
 use super::index::{self, Indexing};
 use super::{
     Item, PutItem, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key, cut_namespaces,
@@ -36,8 +36,23 @@ pub struct InMemoryStore {
     sweeper: Sweeper,
 }
 
-/// Entries by (stored namespace, key).
-type Items = BTreeMap<(String, String), Entry>;
+/// Entries by (stored namespace, key), and the vectors of their embedded texts.
+#[derive(Debug)]
+struct Items {
+    entries: BTreeMap<(String, String), Entry>,
+    arena: Arena,
+}
+
+impl Items {
+    /// Leaves the slots of a replaced or deleted entry's vectors as a gap, and closes the gaps
+    /// once they take more room than the vectors do.
+    fn freed(&mut self, span: Span) {
+        self.arena.free(span);
+        if self.arena.wasteful() {
+            self.arena.compact(self.entries.values_mut().map(|e| &mut e.span));
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Entry {
@@ -46,8 +61,8 @@ struct Entry {
     updated_ms: u64,
     expires_ms: Option<u64>,
     ttl_ms: Option<u64>,
-    /// The vectors of its embedded texts (none without an index).
-    vectors: Vec<Vector>,
+    /// Where the vectors of its embedded texts lie (none without an index).
+    span: Span,
 }
 
 /// How many of a ranking's best candidates are sorted at first: a search's page is usually
@@ -70,7 +85,9 @@ impl InMemoryStore {
     /// An empty store with `options` (its clock, refresh on read, sweep interval).
     #[must_use]
     pub fn with_options(options: StoreOptions) -> Self {
-        Self { items: Mutex::default(), sweeper: Sweeper::new(&options), options }
+        let dims = options.index_config().map_or(0, super::IndexConfig::dims);
+        let items = Items { entries: BTreeMap::new(), arena: Arena::new(dims) };
+        Self { items: Mutex::new(items), sweeper: Sweeper::new(&options), options }
     }
 
     fn lock(&self, operation: &str) -> Result<MutexGuard<'_, Items>, StoreError> {
@@ -84,9 +101,19 @@ impl InMemoryStore {
 
     /// Deletes the expired entries; returns how many.
     fn sweep_locked(items: &mut Items, now_ms: u64) -> usize {
-        let before = items.len();
-        items.retain(|_, e| live(e.expires_ms, now_ms));
-        before - items.len()
+        let before = items.entries.len();
+        let mut freed = Vec::new();
+        items.entries.retain(|_, e| {
+            let keep = live(e.expires_ms, now_ms);
+            if !keep {
+                freed.push(e.span);
+            }
+            keep
+        });
+        for span in freed {
+            items.freed(span);
+        }
+        before - items.entries.len()
     }
 
     /// The items a search returns, read now, their time to live refreshed if `refresh`.
@@ -99,14 +126,15 @@ impl InMemoryStore {
         let wanted = index.query_vector(text).await?;
         let mut items = self.lock("searched items")?;
         let now = self.options.now_ms();
-        let matching: Vec<(&(String, String), &mut Entry)> = items
+        let Items { entries, arena } = &mut *items;
+        let matching: Vec<(&(String, String), &mut Entry)> = entries
             .iter_mut()
             .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
             .collect();
-        let items: Vec<&[Vector]> = matching.iter().map(|(_, entry)| entry.vectors.as_slice()).collect();
-        let scoreless: Vec<usize> = (0..items.len()).filter(|&at| items[at].is_empty()).collect();
+        let spans: Vec<Span> = matching.iter().map(|(_, entry)| entry.span).collect();
+        let scoreless: Vec<usize> = (0..spans.len()).filter(|&at| spans[at].is_empty()).collect();
         let batch = query.limit.map_or(usize::MAX, |l| l.saturating_add(query.offset)).min(FIRST_SORTED);
-        let ranked: Vec<(Option<f32>, usize)> = Ranking::new(wanted, items, batch)
+        let ranked: Vec<(Option<f32>, usize)> = Ranking::new(arena, wanted, spans, batch)
             .map(|(score, at)| (Some(score), at))
             .chain(scoreless.into_iter().map(|at| (None, at)))
             .skip(query.offset)
@@ -129,6 +157,7 @@ impl InMemoryStore {
         let now = self.options.now_ms();
         let mut out = Vec::new();
         let matching = items
+            .entries
             .iter_mut()
             .filter(|(id, e)| under(&id.0, prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
             .skip(query.offset)
@@ -189,42 +218,40 @@ impl Store for InMemoryStore {
         self.put_many(vec![PutItem::new(namespace, key, value).indexing(indexing).with_ttl(ttl)])
     }
 
-    fn put_many(&self, items: Vec<PutItem>) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn put_many(&self, items_put: Vec<PutItem>) -> BoxFuture<'_, Result<(), StoreError>> {
         async move {
-            let mut ids = Vec::with_capacity(items.len());
-            for item in &items {
+            let mut ids = Vec::with_capacity(items_put.len());
+            for item in &items_put {
                 ids.push((encode_namespace(&item.labels())?, item.key.clone()));
                 check_key(&item.key)?;
             }
-            let asked: Vec<_> = items.iter().map(|i| (&i.value, &i.indexing, i.key.as_str())).collect();
+            let asked: Vec<_> = items_put.iter().map(|i| (&i.value, &i.indexing, i.key.as_str())).collect();
             // Embedded before the lock is taken: a model call can take seconds.
             let vectors = index::vectors_for_many(self.options.index_config(), &asked).await?;
-            let mut entries = self.lock("put an item")?;
+            let mut items = self.lock("put an item")?;
             let now = self.options.now_ms();
             if self.sweeper.due(now) {
-                Self::sweep_locked(&mut entries, now);
+                Self::sweep_locked(&mut items, now);
             }
-            for ((id, item), vectors) in ids.into_iter().zip(items).zip(vectors) {
+            for ((id, item), vectors) in ids.into_iter().zip(items_put).zip(vectors) {
+                let vectors: Vec<Vec<f32>> = vectors.into_iter().map(|(_, v)| v).collect();
+                let span = if vectors.is_empty() { Span::default() } else { items.arena.push(&vectors) };
                 let ttl_ms = item.ttl.map(ttl_millis);
-                let entry = entries.entry(id).or_insert(Entry {
-                    value: Value::Null,
-                    created_ms: now,
-                    updated_ms: now,
-                    expires_ms: None,
-                    ttl_ms: None,
-                    vectors: Vec::new(),
-                });
-                if !live(entry.expires_ms, now) {
-                    entry.created_ms = now;
-                }
-                *entry = Entry {
+                let created_ms =
+                    items.entries.get(&id).filter(|old| live(old.expires_ms, now)).map_or(now, |old| old.created_ms);
+                let entry = Entry {
                     value: item.value,
-                    created_ms: entry.created_ms,
+                    created_ms,
                     updated_ms: now,
                     expires_ms: ttl_ms.map(|t| expiry(now, t)),
                     ttl_ms,
-                    vectors: vectors.into_iter().map(|(_, v)| Vector::new(v)).collect(),
+                    span,
                 };
+                // Freed once the new entry holds its span: closing the gaps keeps only the
+                // vectors entries point at.
+                if let Some(old) = items.entries.insert(id, entry) {
+                    items.freed(old.span);
+                }
             }
             Ok(())
         }
@@ -237,7 +264,7 @@ impl Store for InMemoryStore {
             check_key(key)?;
             let mut items = self.lock("read an item")?;
             let now = self.options.now_ms();
-            match items.get_mut(&id) {
+            match items.entries.get_mut(&id) {
                 Some(entry) if live(entry.expires_ms, now) => {
                     Self::read(&id, entry, now, self.options.refreshes()).map(Some)
                 }
@@ -252,7 +279,9 @@ impl Store for InMemoryStore {
             let id = (encode_namespace(namespace)?, key.to_owned());
             check_key(key)?;
             let mut items = self.lock("deleted an item")?;
-            items.remove(&id);
+            if let Some(gone) = items.entries.remove(&id) {
+                items.freed(gone.span);
+            }
             let now = self.options.now_ms();
             if self.sweeper.due(now) {
                 Self::sweep_locked(&mut items, now);
@@ -285,6 +314,7 @@ impl Store for InMemoryStore {
             let items = self.lock("listed namespaces")?;
             let now = self.options.now_ms();
             let namespaces = items
+                .entries
                 .iter()
                 .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now))
                 .map(|(id, _)| id.0.as_str());

@@ -9,7 +9,8 @@
 
 use super::StoreError;
 use super::index::Embedded;
-use super::index::vector::{self, Ranking, Vector};
+use super::index::arena::{Arena, Ranking, Span};
+use super::index::vector;
 use rusqlite::{Transaction, params};
 use std::collections::BTreeMap;
 
@@ -34,7 +35,8 @@ pub(super) type Address = (String, String);
 pub(super) struct VectorCache {
     /// The table's version the copy holds; `None` until loaded.
     version: Option<i64>,
-    vectors: BTreeMap<Address, Vec<Vector>>,
+    spans: BTreeMap<Address, Span>,
+    arena: Arena,
 }
 
 fn sql(operation: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -54,12 +56,25 @@ fn bump(tx: &Transaction<'_>, op: &str) -> Result<i64, StoreError> {
 impl VectorCache {
     /// Applies a change made at table version `version` to the copy, if it held the version just
     /// before it; otherwise the copy is out of date anyway and is loaded again by the next search.
-    fn apply(&mut self, version: i64, change: impl FnOnce(&mut BTreeMap<Address, Vec<Vector>>)) {
-        if self.version == Some(version - 1) {
-            change(&mut self.vectors);
-            self.version = Some(version);
-        } else {
+    fn apply(&mut self, version: i64, change: Change) {
+        if self.version != Some(version - 1) {
             self.version = None;
+            return;
+        }
+        self.version = Some(version);
+        let gone = match change {
+            Change::Set(address, vectors) if vectors.is_empty() => vec![self.spans.remove(&address)],
+            Change::Set(address, vectors) => {
+                let span = self.arena.push(&vectors);
+                vec![self.spans.insert(address, span)]
+            }
+            Change::Remove(addresses) => addresses.iter().map(|address| self.spans.remove(address)).collect(),
+        };
+        for span in gone.into_iter().flatten() {
+            self.arena.free(span);
+        }
+        if self.arena.wasteful() {
+            self.arena.compact(self.spans.values_mut());
         }
     }
 
@@ -71,11 +86,14 @@ impl VectorCache {
         if self.version == Some(version) {
             return Ok(());
         }
-        let mut vectors: BTreeMap<Address, Vec<Vector>> = BTreeMap::new();
+        let mut arena = Arena::new(dims);
+        let mut spans = BTreeMap::new();
         let mut statement = tx
             .prepare_cached("SELECT namespace, key, embedding FROM store_vectors ORDER BY namespace, key, position")
             .map_err(sql(op))?;
         let mut rows = statement.query([]).map_err(sql(op))?;
+        // An item's rows come together: its vectors are gathered, then stored side by side.
+        let mut item: Option<(Address, Vec<Vec<f32>>)> = None;
         while let Some(row) = rows.next().map_err(sql(op))? {
             let (namespace, key): (String, String) = (row.get(0).map_err(sql(op))?, row.get(1).map_err(sql(op))?);
             let bytes: Vec<u8> = row.get(2).map_err(sql(op))?;
@@ -88,9 +106,19 @@ impl VectorCache {
                      embed it anew"
                 ),
             })?;
-            vectors.entry((namespace, key)).or_default().push(Vector::new(vector));
+            match &mut item {
+                Some((address, vectors)) if address.0 == namespace && address.1 == key => vectors.push(vector),
+                _ => {
+                    if let Some((address, vectors)) = item.replace(((namespace, key), vec![vector])) {
+                        spans.insert(address, arena.push(&vectors));
+                    }
+                }
+            }
         }
-        *self = Self { version: Some(version), vectors };
+        if let Some((address, vectors)) = item {
+            spans.insert(address, arena.push(&vectors));
+        }
+        *self = Self { version: Some(version), spans, arena };
         Ok(())
     }
 }
@@ -100,7 +128,7 @@ impl VectorCache {
 pub(super) struct Pending(Vec<(i64, Change)>);
 
 enum Change {
-    Set(Address, Vec<Vector>),
+    Set(Address, Vec<Vec<f32>>),
     Remove(Vec<Address>),
 }
 
@@ -119,19 +147,7 @@ impl Pending {
     /// Brings the copy in step with the committed write.
     pub(super) fn apply(self, cache: &mut VectorCache) {
         for (version, change) in self.0 {
-            cache.apply(version, |vectors| match change {
-                Change::Set(address, set) if set.is_empty() => {
-                    vectors.remove(&address);
-                }
-                Change::Set(address, set) => {
-                    vectors.insert(address, set);
-                }
-                Change::Remove(addresses) => {
-                    for address in addresses {
-                        vectors.remove(&address);
-                    }
-                }
-            });
+            cache.apply(version, change);
         }
     }
 }
@@ -161,7 +177,7 @@ pub(super) fn write(
     for (position, (field, vector)) in embedded.into_iter().enumerate() {
         let position = i64::try_from(position).unwrap_or(i64::MAX);
         insert.execute(params![namespace, key, position, field, vector::to_bytes(&vector)]).map_err(sql(op))?;
-        vectors.push(Vector::new(vector));
+        vectors.push(vector);
     }
     if deleted == 0 && vectors.is_empty() {
         return Ok(Pending::none());
@@ -204,12 +220,8 @@ impl VectorCache {
         op: &str,
     ) -> Result<impl Iterator<Item = (f32, &'c Address)> + 'c, StoreError> {
         self.refresh(tx, dims, op)?;
-        let (addresses, items): (Vec<&Address>, Vec<&[Vector]>) = self
-            .vectors
-            .iter()
-            .filter(|(address, _)| super::under(&address.0, prefix))
-            .map(|(address, vectors)| (address, vectors.as_slice()))
-            .unzip();
-        Ok(Ranking::new(wanted, items, batch).map(move |(score, at)| (score, addresses[at])))
+        let (addresses, spans): (Vec<&Address>, Vec<Span>) =
+            self.spans.iter().filter(|(address, _)| super::under(&address.0, prefix)).map(|(a, s)| (a, *s)).unzip();
+        Ok(Ranking::new(&self.arena, wanted, spans, batch).map(move |(score, at)| (score, addresses[at])))
     }
 }

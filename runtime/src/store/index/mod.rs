@@ -1,6 +1,7 @@
 //! A store's index for search by meaning: which fields of a value are embedded, by which model,
 //! and how vectors are compared.
 
+pub(crate) mod arena;
 mod path;
 pub(crate) mod vector;
 
