@@ -4,7 +4,7 @@ use super::index::arena::{Arena, Ranking, Span};
 use super::index::{self, Indexing};
 use super::{
     Item, PutItem, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key, cut_namespaces,
-    decode_namespace, encode_namespace, encode_prefix, expiry, live, time_of, ttl_millis, under,
+    decode_namespace, encode_namespace, encode_prefix, expiry, live, prefix_ranges, time_of, ttl_millis, under,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -126,25 +126,27 @@ impl InMemoryStore {
         let wanted = index.query_vector(text).await?;
         let mut items = self.lock("searched items")?;
         let now = self.options.now_ms();
-        let Items { entries, arena } = &mut *items;
-        let matching: Vec<(&(String, String), &mut Entry)> = entries
-            .iter_mut()
-            .filter(|(id, e)| under(&id.0, &prefix) && live(e.expires_ms, now) && query.filter.matches(&e.value))
+        // Read without touching the keys' text: comparing each item's namespace with the
+        // prefix would wait on memory once per item.
+        let matching: Vec<(&(String, String), &Entry)> = prefix_ranges(&prefix)
+            .into_iter()
+            .flat_map(|range| items.entries.range(range))
+            .filter(|(_, e)| live(e.expires_ms, now) && query.filter.matches(&e.value))
             .collect();
         let spans: Vec<Span> = matching.iter().map(|(_, entry)| entry.span).collect();
         let scoreless: Vec<usize> = (0..spans.len()).filter(|&at| spans[at].is_empty()).collect();
         let batch = query.limit.map_or(usize::MAX, |l| l.saturating_add(query.offset)).min(FIRST_SORTED);
-        let ranked: Vec<(Option<f32>, usize)> = Ranking::new(arena, wanted, spans, batch)
+        let page: Vec<((String, String), Option<f32>)> = Ranking::new(&items.arena, wanted, spans, batch)
             .map(|(score, at)| (Some(score), at))
             .chain(scoreless.into_iter().map(|at| (None, at)))
             .skip(query.offset)
             .take(query.limit.unwrap_or(usize::MAX))
+            .map(|(score, at)| (matching[at].0.clone(), score))
             .collect();
-        let mut matching: Vec<Option<(&(String, String), &mut Entry)>> = matching.into_iter().map(Some).collect();
-        let mut out = Vec::with_capacity(ranked.len());
-        for (score, at) in ranked {
-            let Some((id, entry)) = matching[at].take() else { continue };
-            let mut item = Self::read(id, entry, now, refresh)?;
+        let mut out = Vec::with_capacity(page.len());
+        for (id, score) in page {
+            let Some(entry) = items.entries.get_mut(&id) else { continue };
+            let mut item = Self::read(&id, entry, now, refresh)?;
             item.score = score.map(f64::from);
             out.push(item);
         }

@@ -98,6 +98,7 @@ pub use sqlite::SqliteStore;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::collections::BTreeSet;
+use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -497,6 +498,28 @@ pub(crate) fn under(encoded: &str, prefix: &str) -> bool {
     prefix.is_empty() || encoded.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with(SEPARATOR))
 }
 
+/// An item's place: its stored namespace and its key.
+pub(crate) type Address = (String, String);
+
+/// A range of [`Address`]es.
+pub(crate) type AddressRange = (Bound<Address>, Bound<Address>);
+
+/// The ranges of (stored namespace, key) pairs whose namespace lies under the stored prefix
+/// `prefix`, in a map ordered by them: the namespace itself, then those starting with it and
+/// [`SEPARATOR`]. Walking the ranges finds them without reading each namespace's text.
+pub(crate) fn prefix_ranges(prefix: &str) -> Vec<AddressRange> {
+    if prefix.is_empty() {
+        return vec![(Bound::Unbounded, Bound::Unbounded)];
+    }
+    let from = |namespace: String| Bound::Included((namespace, String::new()));
+    let to = |namespace: String| Bound::Excluded((namespace, String::new()));
+    vec![
+        // Keys are never empty, so (namespace + U+0000, "") comes after every key of the namespace.
+        (from(prefix.to_owned()), to(format!("{prefix}\u{0}"))),
+        (from(format!("{prefix}{SEPARATOR}")), to(format!("{prefix}\u{20}"))),
+    ]
+}
+
 /// Checks `max_depth` for `list_namespaces`.
 pub(crate) fn check_depth(max_depth: Option<usize>) -> Result<(), StoreError> {
     if max_depth == Some(0) {
@@ -682,5 +705,27 @@ impl RawItem {
             namespace,
             ttl_ms,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn prefix_ranges_hold_the_namespace_and_those_under_it_only() {
+        let namespaces = ["a", "a\u{1f}b", "a\u{1f}b\u{1f}c", "a\u{5}", "a\u{0}", "ab", "b", "\u{1f}a"];
+        let map: BTreeMap<Address, u8> = namespaces.iter().map(|n| (((*n).to_owned(), "k".to_owned()), 0)).collect();
+        let found = |prefix: &str| -> Vec<&str> {
+            prefix_ranges(prefix).into_iter().flat_map(|range| map.range(range)).map(|((n, _), _)| n.as_str()).collect()
+        };
+        assert_eq!(found("a"), ["a", "a\u{1f}b", "a\u{1f}b\u{1f}c"]);
+        assert_eq!(found("a\u{1f}b"), ["a\u{1f}b", "a\u{1f}b\u{1f}c"]);
+        assert_eq!(found("").len(), namespaces.len());
+        for prefix in ["a", "a\u{1f}b", "b", "ab"] {
+            let by_text: Vec<&str> = map.keys().map(|(n, _)| n.as_str()).filter(|n| under(n, prefix)).collect();
+            assert_eq!(found(prefix), by_text, "{prefix:?}");
+        }
     }
 }

@@ -153,14 +153,7 @@ impl SqliteStore {
                     page.offer(stored);
                 }
             }
-            let mut found = page.found;
-            if refreshes {
-                for stored in &mut found {
-                    refresh(&tx, stored, now, op)?;
-                }
-            }
-            tx.commit().map_err(sql(op))?;
-            Ok(found.into_iter().map(|s| s.item).collect())
+            finish_search(tx, page.found, refreshes, now, op)
         })
     }
 
@@ -227,14 +220,7 @@ impl SqliteStore {
                         page.offer(row.map_err(sql(op))??);
                     }
                 }
-                let mut found = page.found;
-                if refreshes {
-                    for stored in &mut found {
-                        refresh(&tx, stored, now, op)?;
-                    }
-                }
-                tx.commit().map_err(sql(op))?;
-                Ok(found.into_iter().map(|s| s.item).collect())
+                finish_search(tx, page.found, refreshes, now, op)
             })
             .await
         }
@@ -350,6 +336,24 @@ fn refresh(tx: &Transaction<'_>, stored: &mut Stored, now: u64, operation: &str)
 
 /// Deletes the items expired by `now`, and their vectors: how many items, and the change to the
 /// copy of the vectors.
+/// Ends a search: the time to live of what it found restarted if it `refreshes`, the
+/// transaction committed, the items returned.
+fn finish_search(
+    tx: Transaction<'_>,
+    mut found: Vec<Stored>,
+    refreshes: bool,
+    now: u64,
+    op: &str,
+) -> Result<Vec<Item>, StoreError> {
+    if refreshes {
+        for stored in &mut found {
+            refresh(&tx, stored, now, op)?;
+        }
+    }
+    tx.commit().map_err(sql(op))?;
+    Ok(found.into_iter().map(|s| s.item).collect())
+}
+
 fn sweep_expired(tx: &Transaction<'_>, now: u64, operation: &str) -> Result<(usize, Pending), StoreError> {
     let pending = sqlite_index::sweep(tx, ms_param(now), operation)?;
     let removed = tx

@@ -7,10 +7,10 @@
 //! transaction, tells a search when another connection (another process) has changed it, and
 //! the copy is then loaded again.
 
-use super::StoreError;
 use super::index::Embedded;
 use super::index::arena::{Arena, Ranking, Span};
 use super::index::vector;
+use super::{Address, StoreError};
 use rusqlite::{Transaction, params};
 use std::collections::BTreeMap;
 
@@ -26,9 +26,6 @@ CREATE TABLE IF NOT EXISTS store_vectors (
 ) WITHOUT ROWID;
 INSERT OR IGNORE INTO graphwright_meta (key, value) VALUES ('store_vectors_version', 0);
 ";
-
-/// An item's place: its stored namespace and key.
-pub(super) type Address = (String, String);
 
 /// The vectors of the table as of one version of it.
 #[derive(Debug, Default)]
@@ -220,8 +217,11 @@ impl VectorCache {
         op: &str,
     ) -> Result<impl Iterator<Item = (f32, &'c Address)> + 'c, StoreError> {
         self.refresh(tx, dims, op)?;
-        let (addresses, spans): (Vec<&Address>, Vec<Span>) =
-            self.spans.iter().filter(|(address, _)| super::under(&address.0, prefix)).map(|(a, s)| (a, *s)).unzip();
+        let (addresses, spans): (Vec<&Address>, Vec<Span>) = super::prefix_ranges(prefix)
+            .into_iter()
+            .flat_map(|range| self.spans.range(range))
+            .map(|(address, span)| (address, *span))
+            .unzip();
         Ok(Ranking::new(&self.arena, wanted, spans, batch).map(move |(score, at)| (score, addresses[at])))
     }
 }
