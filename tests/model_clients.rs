@@ -1,5 +1,6 @@
-//! The model clients against real servers on loopback: aimock (OpenAI, Azure OpenAI, Anthropic,
-//! Gemini and Ollama wire formats, OpenAI's embeddings, injected errors, cut streams), llama.cpp's
+//! The model clients against real servers on loopback: aimock (OpenAI's Chat Completions and
+//! Responses API, Azure OpenAI, Anthropic, Gemini and Ollama wire formats, OpenAI's and Cohere's
+//! embeddings, injected errors, cut streams), llama.cpp's
 //! server with a real model, and canned responses for shapes no server sends on purpose.
 
 #[path = "support/model_servers.rs"]
@@ -177,6 +178,129 @@ async fn azure_speaks_to_a_deployment_with_its_api_version_and_key_header() {
     mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
     let error = azure().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
     assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("azure "), "{error}");
+}
+
+/// OpenAI's Responses API on aimock: a whole reply with usage and its response id, streamed
+/// parallel function calls reaching the state and the `messages` stream, structured output
+/// by `text.format`, an Azure resource's v1 route, and a rate limit classified.
+#[tokio::test]
+async fn openai_responses_replies_streams_function_calls_and_classified_errors() {
+    let mock = Aimock::start();
+    let responses = || openai(&mock.openai_base()).responses();
+    let reply = responses().max_tokens(64).respond(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert_eq!((reply.message.content.as_str(), reply.finish_reason), ("Hello there, friend!", FinishReason::Stop));
+    assert_eq!(reply.usage, Usage::tokens(12, 5));
+    assert!(reply.response_id.is_some_and(|id| id.starts_with("resp")));
+    // aimock journals a Responses request in the Chat Completions shape it matched on.
+    let sent = &mock.bodies("/v1/responses").await[0];
+    assert_eq!((sent["model"].as_str(), sent["max_tokens"].as_u64()), (Some("test-model"), Some(64)));
+
+    let model = responses().bind_tools(&tools![GetWeather, GetTime]).parallel_tool_calls(true);
+    let (state, pieces, _) = stream_agent(Arc::new(model), "weather and time").await;
+    check_parallel_calls(&state.unwrap(), &pieces);
+    let sent = &mock.bodies("/v1/responses").await[1];
+    assert_eq!((sent["stream"].as_bool(), sent["tool_choice"].as_str()), (Some(true), Some("auto")));
+    assert_eq!(sent["tools"][1]["function"]["name"], "get_time");
+
+    let expected = Verdict { approve: true, reason: "fine".into() };
+    let verdict = responses().structured::<Verdict>().invoke(&ask("verdict as text"), &Runtime::detached()).await;
+    assert_eq!(verdict.unwrap(), expected);
+
+    let azure = OpenAi::azure_at(mock.url(), "gpt-4o-prod").api_key("azure-key").responses();
+    assert_eq!(azure.invoke(&ask("say hello"), &Runtime::detached()).await.unwrap().content, "Hello there, friend!");
+    let last = mock.journal().await.pop().unwrap();
+    assert_eq!(last["path"], "/openai/v1/responses", "Azure's Responses API is its v1 API");
+    assert!(last["headers"].get("api-key").is_some() && last["headers"].get("authorization").is_none());
+
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error =
+        responses().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("openai "), "{error}");
+}
+
+/// The exact Responses API request (instructions, input items for the tool turn, flat tools,
+/// `text.format`, `store: false`), a whole reply read, and streams that fail: an `error`
+/// event, a `response.failed` one, an event that is not JSON, and a stream that ends early.
+#[tokio::test]
+async fn openai_responses_requests_and_failing_streams() {
+    let reply = r#"{"id": "resp_9", "object": "response", "status": "completed", "model": "gpt-4.1-2025-04-14",
+        "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "{\"approve\": false, \"reason\": \"no\"}"}]}],
+        "usage": {"input_tokens": 9, "output_tokens": 4, "input_tokens_details": {"cached_tokens": 8}}}"#;
+    let server = Loopback::serve(vec![Canned::new(200, "application/json", reply)]).await;
+    let model = openai(&format!("{}/v1", server.url()))
+        .responses()
+        .bind_tools(&tools![GetWeather])
+        .tool_choice(ToolChoice::Tool("get_weather".into()))
+        .temperature(0.1);
+    let conversation = [
+        Message::system("be brief"),
+        Message::user("weather?"),
+        Message::assistant("").with_tool_calls(vec![ToolCall::new(
+            "call_0",
+            "get_weather",
+            serde_json::json!({"city": "Oslo"}),
+        )]),
+        Message::tool("call_0", "sunny"),
+    ];
+    let whole = model.respond(&conversation, &Runtime::detached()).await.unwrap();
+    assert_eq!((whole.usage.cached_tokens, whole.response_id.as_deref()), (8, Some("resp_9")));
+    let verdict = model.structured::<Verdict>().invoke(&conversation, &Runtime::detached()).await.unwrap();
+    assert_eq!(verdict, Verdict { approve: false, reason: "no".into() });
+    let requests = server.requests();
+    assert!(requests[0].starts_with("POST /v1/responses "), "{}", requests[0]);
+    assert!(requests[0].contains("authorization: Bearer sk-test"), "{}", requests[0]);
+    let first = body_of(&requests[0]);
+    assert_eq!(first["instructions"], "be brief");
+    assert_eq!(
+        first["input"],
+        serde_json::json!([
+            {"role": "user", "content": "weather?"},
+            {"type": "function_call", "call_id": "call_0", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"},
+            {"type": "function_call_output", "call_id": "call_0", "output": "sunny"},
+        ])
+    );
+    assert_eq!(first["tools"][0]["name"], "get_weather");
+    assert_eq!(first["tool_choice"], serde_json::json!({"type": "function", "name": "get_weather"}));
+    assert_eq!((first["store"].as_bool(), first["temperature"].as_f64()), (Some(false), Some(0.1)));
+    let format = &body_of(&requests[1])["text"]["format"];
+    assert_eq!((format["type"].as_str(), format["name"].as_str()), (Some("json_schema"), Some("Verdict")));
+    assert_eq!(format["schema"]["required"], serde_json::json!(["approve", "reason"]));
+
+    let event = |kind: &str, data: &str| format!("event: {kind}\ndata: {data}");
+    let text = event(
+        "response.output_text.delta",
+        r#"{"type": "response.output_text.delta", "output_index": 0, "delta": "Hel"}"#,
+    );
+    let limited = event("error", r#"{"type": "error", "code": "rate_limit_exceeded", "message": "slow down"}"#);
+    let failed = event(
+        "response.failed",
+        r#"{"type": "response.failed", "response": {"status": "failed", "error": {"code": "server_error", "message": "model crashed"}}}"#,
+    );
+    let error_of = |events: Vec<String>| async move {
+        let events: Vec<&str> = events.iter().map(String::as_str).collect();
+        let server = Loopback::serve(vec![Canned::stream(&events, Duration::from_millis(2))]).await;
+        let model = openai(&format!("{}/v1", server.url())).responses().streaming(true).retry(ModelRetry::none());
+        model.invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err()
+    };
+    let error = error_of(vec![limited.clone()]).await;
+    assert!(matches!(&error, ModelError::RateLimited { message, .. } if message.contains("slow down")), "{error}");
+    let error = error_of(vec![failed]).await;
+    assert!(matches!(&error, ModelError::Server { message, .. } if message.contains("model crashed")), "{error}");
+    let error = error_of(vec![text.clone(), limited]).await;
+    assert!(matches!(error, ModelError::Stream { after_content: true, .. }), "{error}");
+    let error = error_of(vec![text.clone(), "data: {not json".to_owned()]).await;
+    assert!(
+        matches!(&error, ModelError::Stream { message, .. } if message.contains("not a Responses API event")),
+        "{error}"
+    );
+    let error = error_of(vec![text]).await;
+    assert!(
+        matches!(&error, ModelError::Stream { message, .. } if message.contains("before the response completed")),
+        "{error}"
+    );
+    let stopped = openai("http://127.0.0.1:9/v1").responses().stop("END");
+    let error = stopped.invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(&error, ModelError::Config(message) if message.contains("no stop sequences")), "{error}");
 }
 
 /// Gemini's native API: a whole reply and the request it sent (path, key header, system

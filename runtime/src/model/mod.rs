@@ -112,6 +112,7 @@ mod openai;
 mod presets;
 mod reply;
 mod request;
+mod responses;
 mod retry;
 mod scripted;
 mod spec;

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 /// The model a `provider:model` spec names, configured from the environment: `openai:gpt-4o-mini`
 /// ([`OpenAi`], also any OpenAI-compatible server through `OPENAI_BASE_URL`),
-/// `azure:{deployment}` ([`OpenAi::azure`]), `anthropic:claude-sonnet-4-5` ([`Anthropic`]),
+/// `openai-responses:gpt-4.1` (the same client speaking OpenAI's Responses API,
+/// [`OpenAi::responses`]), `azure:{deployment}` ([`OpenAi::azure`]),
+/// `anthropic:claude-sonnet-4-5` ([`Anthropic`]),
 /// `gemini:gemini-2.5-flash` ([`Gemini`], also `google:`), `ollama:qwen3` ([`Ollama`], its
 /// native API), or a known OpenAI-compatible service
 /// ([`OpenAi::compatible`]): `groq`, `deepseek`, `xai`, `mistral`, `together`, `fireworks`,
@@ -16,6 +18,8 @@ use std::sync::Arc;
 ///
 /// let model = from_spec("openai:gpt-4o-mini")?;
 /// assert_eq!((model.provider(), model.model()), ("openai", "gpt-4o-mini"));
+/// let model = from_spec("openai-responses:gpt-4.1")?;
+/// assert_eq!((model.provider(), model.model()), ("openai", "gpt-4.1"));
 /// let model = from_spec("openrouter:meta-llama/llama-3.3-70b-instruct")?;
 /// assert_eq!((model.provider(), model.model()), ("openrouter", "meta-llama/llama-3.3-70b-instruct"));
 /// let error = from_spec("gpt-4o-mini").unwrap_err();
@@ -32,6 +36,7 @@ pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
     };
     match provider {
         "openai" => Ok(Arc::new(OpenAi::new(model))),
+        "openai-responses" => Ok(Arc::new(OpenAi::new(model).responses())),
         "anthropic" => Ok(Arc::new(Anthropic::new(model))),
         "ollama" => Ok(Arc::new(Ollama::new(model))),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model))),
@@ -39,7 +44,7 @@ pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
         other if super::presets::find(other).is_some() => Ok(Arc::new(OpenAi::compatible(other, model)?)),
         other => Err(ModelError::Config(format!(
             "unknown model provider `{other}` in `{spec}`: use one of openai (also for any OpenAI-compatible server, \
-             with OPENAI_BASE_URL), azure, anthropic, gemini, ollama, {}",
+             with OPENAI_BASE_URL), openai-responses, azure, anthropic, gemini, ollama, {}",
             super::presets::names().join(", ")
         ))),
     }
