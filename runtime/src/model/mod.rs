@@ -122,7 +122,7 @@ mod usage;
 
 pub use anthropic::Anthropic;
 pub use context::CallContext;
-pub use embed::{CohereEmbeddings, Embeddings, OpenAiEmbeddings};
+pub use embed::{CohereEmbeddings, Embeddings, GeminiEmbeddings, OllamaEmbeddings, OpenAiEmbeddings};
 pub use error::{BudgetLimit, ModelError};
 pub use gemini::Gemini;
 pub use hash::prompt_hash;
@@ -132,7 +132,7 @@ pub use reply::{Discard, FinishReason, ModelReply, ReplySink, ToolCallDelta};
 pub use request::{ModelRequest, ModelSettings, ResponseFormat, ToolChoice, ToolSpec};
 pub use retry::ModelRetry;
 pub use scripted::{RecordedRequest, ScriptedModel, ScriptedReply};
-pub use spec::from_spec;
+pub use spec::{embeddings_from_spec, from_spec};
 pub use structured::Structured;
 pub use usage::{Budget, Price, Usage};
 
