@@ -1,5 +1,6 @@
-//! The model clients against real servers on loopback: aimock (OpenAI, Azure OpenAI, Anthropic,
-//! Gemini and Ollama wire formats, OpenAI's embeddings, injected errors, cut streams), llama.cpp's
+//! The model clients against real servers on loopback: aimock (OpenAI's Chat Completions and
+//! Responses API, Azure OpenAI, Anthropic, Gemini and Ollama wire formats, OpenAI's, Cohere's,
+//! Gemini's and Ollama's embeddings, injected errors, cut streams), llama.cpp's
 //! server with a real model, and canned responses for shapes no server sends on purpose.
 
 #[path = "support/model_servers.rs"]
@@ -7,8 +8,8 @@ mod model_servers;
 
 use futures::StreamExt;
 use graphwright::model::{
-    Anthropic, ChatModel, CohereEmbeddings, Embeddings, FinishReason, Gemini, ModelError, ModelRetry, Ollama, OpenAi,
-    OpenAiEmbeddings, ToolChoice, Usage,
+    Anthropic, ChatModel, CohereEmbeddings, Embeddings, FinishReason, Gemini, GeminiEmbeddings, ModelError, ModelRetry,
+    Ollama, OllamaEmbeddings, OpenAi, OpenAiEmbeddings, ToolChoice, Usage, embeddings_from_spec,
 };
 use graphwright::prelude::*;
 use graphwright::{EventKind, StreamMode};
@@ -177,6 +178,129 @@ async fn azure_speaks_to_a_deployment_with_its_api_version_and_key_header() {
     mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
     let error = azure().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
     assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("azure "), "{error}");
+}
+
+/// OpenAI's Responses API on aimock: a whole reply with usage and its response id, streamed
+/// parallel function calls reaching the state and the `messages` stream, structured output
+/// by `text.format`, an Azure resource's v1 route, and a rate limit classified.
+#[tokio::test]
+async fn openai_responses_replies_streams_function_calls_and_classified_errors() {
+    let mock = Aimock::start();
+    let responses = || openai(&mock.openai_base()).responses();
+    let reply = responses().max_tokens(64).respond(&ask("say hello"), &Runtime::detached()).await.unwrap();
+    assert_eq!((reply.message.content.as_str(), reply.finish_reason), ("Hello there, friend!", FinishReason::Stop));
+    assert_eq!(reply.usage, Usage::tokens(12, 5));
+    assert!(reply.response_id.is_some_and(|id| id.starts_with("resp")));
+    // aimock journals a Responses request in the Chat Completions shape it matched on.
+    let sent = &mock.bodies("/v1/responses").await[0];
+    assert_eq!((sent["model"].as_str(), sent["max_tokens"].as_u64()), (Some("test-model"), Some(64)));
+
+    let model = responses().bind_tools(&tools![GetWeather, GetTime]).parallel_tool_calls(true);
+    let (state, pieces, _) = stream_agent(Arc::new(model), "weather and time").await;
+    check_parallel_calls(&state.unwrap(), &pieces);
+    let sent = &mock.bodies("/v1/responses").await[1];
+    assert_eq!((sent["stream"].as_bool(), sent["tool_choice"].as_str()), (Some(true), Some("auto")));
+    assert_eq!(sent["tools"][1]["function"]["name"], "get_time");
+
+    let expected = Verdict { approve: true, reason: "fine".into() };
+    let verdict = responses().structured::<Verdict>().invoke(&ask("verdict as text"), &Runtime::detached()).await;
+    assert_eq!(verdict.unwrap(), expected);
+
+    let azure = OpenAi::azure_at(mock.url(), "gpt-4o-prod").api_key("azure-key").responses();
+    assert_eq!(azure.invoke(&ask("say hello"), &Runtime::detached()).await.unwrap().content, "Hello there, friend!");
+    let last = mock.journal().await.pop().unwrap();
+    assert_eq!(last["path"], "/openai/v1/responses", "Azure's Responses API is its v1 API");
+    assert!(last["headers"].get("api-key").is_some() && last["headers"].get("authorization").is_none());
+
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error =
+        responses().retry(ModelRetry::none()).invoke(&ask("say hello"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("openai "), "{error}");
+}
+
+/// The exact Responses API request (instructions, input items for the tool turn, flat tools,
+/// `text.format`, `store: false`), a whole reply read, and streams that fail: an `error`
+/// event, a `response.failed` one, an event that is not JSON, and a stream that ends early.
+#[tokio::test]
+async fn openai_responses_requests_and_failing_streams() {
+    let reply = r#"{"id": "resp_9", "object": "response", "status": "completed", "model": "gpt-4.1-2025-04-14",
+        "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "{\"approve\": false, \"reason\": \"no\"}"}]}],
+        "usage": {"input_tokens": 9, "output_tokens": 4, "input_tokens_details": {"cached_tokens": 8}}}"#;
+    let server = Loopback::serve(vec![Canned::new(200, "application/json", reply)]).await;
+    let model = openai(&format!("{}/v1", server.url()))
+        .responses()
+        .bind_tools(&tools![GetWeather])
+        .tool_choice(ToolChoice::Tool("get_weather".into()))
+        .temperature(0.1);
+    let conversation = [
+        Message::system("be brief"),
+        Message::user("weather?"),
+        Message::assistant("").with_tool_calls(vec![ToolCall::new(
+            "call_0",
+            "get_weather",
+            serde_json::json!({"city": "Oslo"}),
+        )]),
+        Message::tool("call_0", "sunny"),
+    ];
+    let whole = model.respond(&conversation, &Runtime::detached()).await.unwrap();
+    assert_eq!((whole.usage.cached_tokens, whole.response_id.as_deref()), (8, Some("resp_9")));
+    let verdict = model.structured::<Verdict>().invoke(&conversation, &Runtime::detached()).await.unwrap();
+    assert_eq!(verdict, Verdict { approve: false, reason: "no".into() });
+    let requests = server.requests();
+    assert!(requests[0].starts_with("POST /v1/responses "), "{}", requests[0]);
+    assert!(requests[0].contains("authorization: Bearer sk-test"), "{}", requests[0]);
+    let first = body_of(&requests[0]);
+    assert_eq!(first["instructions"], "be brief");
+    assert_eq!(
+        first["input"],
+        serde_json::json!([
+            {"role": "user", "content": "weather?"},
+            {"type": "function_call", "call_id": "call_0", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"},
+            {"type": "function_call_output", "call_id": "call_0", "output": "sunny"},
+        ])
+    );
+    assert_eq!(first["tools"][0]["name"], "get_weather");
+    assert_eq!(first["tool_choice"], serde_json::json!({"type": "function", "name": "get_weather"}));
+    assert_eq!((first["store"].as_bool(), first["temperature"].as_f64()), (Some(false), Some(0.1)));
+    let format = &body_of(&requests[1])["text"]["format"];
+    assert_eq!((format["type"].as_str(), format["name"].as_str()), (Some("json_schema"), Some("Verdict")));
+    assert_eq!(format["schema"]["required"], serde_json::json!(["approve", "reason"]));
+
+    let event = |kind: &str, data: &str| format!("event: {kind}\ndata: {data}");
+    let text = event(
+        "response.output_text.delta",
+        r#"{"type": "response.output_text.delta", "output_index": 0, "delta": "Hel"}"#,
+    );
+    let limited = event("error", r#"{"type": "error", "code": "rate_limit_exceeded", "message": "slow down"}"#);
+    let failed = event(
+        "response.failed",
+        r#"{"type": "response.failed", "response": {"status": "failed", "error": {"code": "server_error", "message": "model crashed"}}}"#,
+    );
+    let error_of = |events: Vec<String>| async move {
+        let events: Vec<&str> = events.iter().map(String::as_str).collect();
+        let server = Loopback::serve(vec![Canned::stream(&events, Duration::from_millis(2))]).await;
+        let model = openai(&format!("{}/v1", server.url())).responses().streaming(true).retry(ModelRetry::none());
+        model.invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err()
+    };
+    let error = error_of(vec![limited.clone()]).await;
+    assert!(matches!(&error, ModelError::RateLimited { message, .. } if message.contains("slow down")), "{error}");
+    let error = error_of(vec![failed]).await;
+    assert!(matches!(&error, ModelError::Server { message, .. } if message.contains("model crashed")), "{error}");
+    let error = error_of(vec![text.clone(), limited]).await;
+    assert!(matches!(error, ModelError::Stream { after_content: true, .. }), "{error}");
+    let error = error_of(vec![text.clone(), "data: {not json".to_owned()]).await;
+    assert!(
+        matches!(&error, ModelError::Stream { message, .. } if message.contains("not a Responses API event")),
+        "{error}"
+    );
+    let error = error_of(vec![text]).await;
+    assert!(
+        matches!(&error, ModelError::Stream { message, .. } if message.contains("before the response completed")),
+        "{error}"
+    );
+    let stopped = openai("http://127.0.0.1:9/v1").responses().stop("END");
+    let error = stopped.invoke(&ask("hi"), &Runtime::detached()).await.unwrap_err();
+    assert!(matches!(&error, ModelError::Config(message) if message.contains("no stop sequences")), "{error}");
 }
 
 /// Gemini's native API: a whole reply and the request it sent (path, key header, system
@@ -399,6 +523,151 @@ async fn cohere_embeds_documents_and_queries_apart_in_batches() {
     assert_eq!(sent[1]["input_type"], "search_document");
     assert_eq!(sent[1]["texts"], serde_json::json!(["the moon"]));
     assert!(server.requests()[0].contains("authorization: Bearer co-key"), "{}", server.requests()[0]);
+}
+
+/// Gemini's native embeddings: one text through `embedContent` on aimock (its vectors are a
+/// hash of the text, `outputDimensionality` long; the key in `x-goog-api-key`), a rate limit
+/// retried and a bad key not; several texts through `batchEmbedContents` on canned replies,
+/// with the task types and dimensions they carry, and replies of the wrong count or length
+/// refused saying which.
+#[tokio::test]
+async fn gemini_embeds_one_text_by_embed_content_and_many_by_batches() {
+    let mock = Aimock::start();
+    let gemini = GeminiEmbeddings::new("gemini-embedding-001")
+        .base_url(format!("{}/v1beta", mock.url()))
+        .api_key("g-key")
+        .retry(ModelRetry::default().initial_wait(Duration::from_millis(10)).max_asked_wait(Duration::ZERO));
+    let query = gemini.embed_query("moon").await.unwrap();
+    assert_eq!(query.len(), 768, "Gemini's default length");
+    let short = gemini.clone().dimensions(8);
+    let tides = short.embed(&["tides".to_owned()]).await.unwrap();
+    assert_eq!(tides[0].len(), 8, "the dimensions asked for");
+    assert_eq!(short.embed(&["tides".to_owned()]).await.unwrap(), tides, "the same text, the same vector");
+    let journal = mock.journal().await;
+    assert_eq!(journal[0]["path"], "/v1beta/models/gemini-embedding-001:embedContent");
+    assert!(journal[0]["headers"].get("x-goog-api-key").is_some(), "the key goes in x-goog-api-key");
+    assert_eq!(journal[1]["body"]["embeddingInput"], "tides");
+    mock.fail_next(429, "RESOURCE_EXHAUSTED", "Quota exceeded").await;
+    assert_eq!(short.embed(&["tides".to_owned()]).await.unwrap(), tides);
+    assert_eq!(mock.journal().await.len(), 5, "the rate-limited request was sent again");
+    mock.fail_next(401, "UNAUTHENTICATED", "API key not valid").await;
+    let error = short.embed(&["tides".to_owned()]).await.unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Auth { status: 401, .. }) && error.to_string().starts_with("gemini "),
+        "{error}"
+    );
+    assert_eq!(mock.journal().await.len(), 6, "a bad key is not retried");
+
+    let two = r#"{"embeddings": [{"values": [0.5, 1, 2]}, {"values": [3, 4, 5]}]}"#;
+    let one = r#"{"embeddings": [{"values": [0.5, 1, 2]}]}"#;
+    let short_vector = r#"{"embeddings": [{"values": [0.5, 1, 2]}, {"values": [3, 4]}]}"#;
+    let server = Loopback::serve(vec![
+        Canned::new(200, "application/json", two),
+        Canned::new(200, "application/json", one),
+        Canned::new(200, "application/json", short_vector),
+    ])
+    .await;
+    let canned = GeminiEmbeddings::new("models/gemini-embedding-001")
+        .base_url(format!("{}/v1beta", server.url()))
+        .api_key("g-key")
+        .dimensions(3);
+    let texts = ["the moon".to_owned(), "the tides".to_owned()];
+    assert_eq!(canned.embed(&texts).await.unwrap(), [vec![0.5, 1.0, 2.0], vec![3.0, 4.0, 5.0]]);
+    let error = canned.embed(&texts).await.unwrap_err().to_string();
+    assert!(error.contains("1 vectors for 2 texts"), "{error}");
+    let error = canned.embed(&texts).await.unwrap_err().to_string();
+    assert!(error.contains("vector 1 has 2 numbers where 3 were asked for"), "{error}");
+    let request = &server.requests()[0];
+    assert!(request.starts_with("POST /v1beta/models/gemini-embedding-001:batchEmbedContents "), "{request}");
+    assert!(request.contains("x-goog-api-key: g-key"), "{request}");
+    let sent = body_of(request);
+    assert_eq!(
+        sent["requests"][1],
+        serde_json::json!({"model": "models/gemini-embedding-001", "content": {"parts": [{"text": "the tides"}]},
+                           "taskType": "RETRIEVAL_DOCUMENT", "outputDimensionality": 3})
+    );
+}
+
+/// Ollama's native `/api/embed`: one text at a time on aimock (which answers in the older
+/// one-vector shape, read for a request of one text), a batch of two refused there for the
+/// count of its vectors; batches on canned replies of the current shape (`embeddings`), with
+/// vectors of different lengths refused saying which; a rate limit retried.
+#[tokio::test]
+async fn ollama_embeds_texts_in_batches_through_its_native_api() {
+    let mock = Aimock::start();
+    let ollama = OllamaEmbeddings::new("nomic-embed-text")
+        .base_url(mock.url())
+        .retry(ModelRetry::default().initial_wait(Duration::from_millis(10)).max_asked_wait(Duration::ZERO));
+    let texts: Vec<String> = ["tides", "moon", "tides"].map(String::from).to_vec();
+    let vectors = ollama.clone().batch_size(1).embed(&texts).await.unwrap();
+    assert!(vectors.len() == 3 && !vectors[0].is_empty());
+    assert_eq!(vectors[0], vectors[2]);
+    assert_ne!(vectors[0], vectors[1]);
+    assert_eq!(ollama.embed_query("moon").await.unwrap(), vectors[1]);
+    let journal = mock.journal().await;
+    assert!(journal.iter().all(|e| e["path"] == "/api/embed"), "{journal:?}");
+    let error = ollama.embed(&texts[..2]).await.unwrap_err().to_string();
+    assert!(error.contains("1 vectors for 2 texts"), "aimock's one vector for a batch: {error}");
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    assert_eq!(ollama.embed(&texts[..1]).await.unwrap(), vectors[..1]);
+    assert_eq!(mock.journal().await.len(), 7, "the rate-limited request was sent again");
+
+    let two = r#"{"model": "nomic-embed-text", "embeddings": [[0.5, 1], [2, 3]], "prompt_eval_count": 4}"#;
+    let uneven = r#"{"model": "nomic-embed-text", "embeddings": [[0.5, 1], [2]]}"#;
+    let server = Loopback::serve(vec![
+        Canned::new(200, "application/json", two),
+        Canned::new(200, "application/json", uneven),
+        Canned::new(401, "application/json", r#"{"error": "unauthorized"}"#),
+    ])
+    .await;
+    let canned = OllamaEmbeddings::new("nomic-embed-text").base_url(server.url()).api_key("o-key").dimensions(2);
+    assert_eq!(canned.embed(&texts[..2]).await.unwrap(), [vec![0.5, 1.0], vec![2.0, 3.0]]);
+    let error = canned.embed(&texts[..2]).await.unwrap_err().to_string();
+    assert!(error.contains("vector 1 has 1 numbers where 2 were asked for"), "{error}");
+    let error = canned.embed(&texts[..1]).await.unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Auth { status: 401, .. }) && error.to_string().starts_with("ollama "),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 3, "a bad key is not retried");
+    let request = &server.requests()[0];
+    assert!(request.starts_with("POST /api/embed ") && request.contains("authorization: Bearer o-key"), "{request}");
+    assert_eq!(
+        body_of(request),
+        serde_json::json!({"model": "nomic-embed-text", "input": ["tides", "moon"], "dimensions": 2})
+    );
+}
+
+/// Azure OpenAI embeddings: a deployment's URL with its API version and the key in `api-key`;
+/// and `embeddings_from_spec` naming the clients.
+#[tokio::test]
+async fn azure_embeddings_and_embeddings_by_spec() {
+    let mock = Aimock::start();
+    let azure = OpenAiEmbeddings::azure_at(mock.url(), "embed-prod").api_key("azure-key").api_version("2024-10-21");
+    let vectors = azure.clone().dimensions(8).embed(&["tides".to_owned(), "moon".to_owned()]).await.unwrap();
+    assert!(vectors.len() == 2 && vectors.iter().all(|v| v.len() == 8));
+    let entry = &mock.journal().await[0];
+    assert_eq!(entry["path"], "/openai/deployments/embed-prod/embeddings?api-version=2024-10-21");
+    assert!(entry["headers"].get("api-key").is_some() && entry["headers"].get("authorization").is_none());
+    mock.fail_next(429, "rate_limit_error", "Rate limit reached").await;
+    let error = azure.retry(ModelRetry::none()).embed(&["tides".to_owned()]).await.unwrap_err();
+    assert!(matches!(error, ModelError::RateLimited { .. }) && error.to_string().starts_with("azure "), "{error}");
+
+    for spec in [
+        "openai:text-embedding-3-small",
+        "cohere:embed-english-v3.0",
+        "google:gemini-embedding-001",
+        "ollama:all-minilm",
+        "mistral:mistral-embed",
+        "llamacpp:nomic",
+    ] {
+        assert!(embeddings_from_spec(spec).is_ok(), "{spec}");
+    }
+    let error = embeddings_from_spec("groq:some-model").unwrap_err().to_string();
+    assert!(
+        error.contains("`groq` serves no embeddings API") && error.contains("vllm") && !error.contains("deepseek"),
+        "{error}"
+    );
 }
 
 /// A known OpenAI-compatible service (here `groq`, moved onto aimock) is spoken to as OpenAI,

@@ -1,5 +1,19 @@
-//! Chat models: clients for OpenAI-compatible servers and Anthropic, and [`ScriptedModel`]
-//! for tests; and embeddings ([`Embeddings`], [`OpenAiEmbeddings`], [`CohereEmbeddings`]).
+//! Chat models: clients of the providers' APIs, and [`ScriptedModel`] for tests; and
+//! embeddings ([`Embeddings`]) for search by meaning.
+//!
+//! | provider | chat model | embeddings | spec prefix |
+//! | --- | --- | --- | --- |
+//! | OpenAI, any OpenAI-compatible server | [`OpenAi`] (Chat Completions) | [`OpenAiEmbeddings`] | `openai:` |
+//! | OpenAI's Responses API | [`OpenAi::responses`] | | `openai-responses:` |
+//! | Azure OpenAI | [`OpenAi::azure`] | [`OpenAiEmbeddings::azure`] | `azure:` |
+//! | Groq, Mistral, Together, vLLM, ... | [`OpenAi::compatible`] | [`OpenAiEmbeddings::compatible`] (those that serve it) | `groq:`, `mistral:`, ... |
+//! | Anthropic | [`Anthropic`] | | `anthropic:` |
+//! | Google Gemini | [`Gemini`] | [`GeminiEmbeddings`] | `gemini:`, `google:` |
+//! | Ollama (native API) | [`Ollama`] | [`OllamaEmbeddings`] | `ollama:` |
+//! | Cohere | | [`CohereEmbeddings`] | `cohere:` |
+//!
+//! [`from_spec`] and [`embeddings_from_spec`] build a client from a `provider:model` string,
+//! keyed and addressed from the environment.
 //!
 //! A node calls a model with `model.invoke(&state.messages, rt).await?`. Inside a run the call
 //! streams its text and tool-call pieces into the run's `messages` stream under the reply's
@@ -112,6 +126,7 @@ mod openai;
 mod presets;
 mod reply;
 mod request;
+mod responses;
 mod retry;
 mod scripted;
 mod spec;
@@ -121,7 +136,7 @@ mod usage;
 
 pub use anthropic::Anthropic;
 pub use context::CallContext;
-pub use embed::{CohereEmbeddings, Embeddings, OpenAiEmbeddings};
+pub use embed::{CohereEmbeddings, Embeddings, GeminiEmbeddings, OllamaEmbeddings, OpenAiEmbeddings};
 pub use error::{BudgetLimit, ModelError};
 pub use gemini::Gemini;
 pub use hash::prompt_hash;
@@ -131,7 +146,7 @@ pub use reply::{Discard, FinishReason, ModelReply, ReplySink, ToolCallDelta};
 pub use request::{ModelRequest, ModelSettings, ResponseFormat, ToolChoice, ToolSpec};
 pub use retry::ModelRetry;
 pub use scripted::{RecordedRequest, ScriptedModel, ScriptedReply};
-pub use spec::from_spec;
+pub use spec::{embeddings_from_spec, from_spec};
 pub use structured::Structured;
 pub use usage::{Budget, Price, Usage};
 

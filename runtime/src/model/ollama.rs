@@ -37,12 +37,7 @@ pub struct Ollama {
 impl Ollama {
     /// A client of `model` on the server `OLLAMA_HOST` names (keyed by `OLLAMA_API_KEY`, if set).
     pub fn new(model: impl Into<String>) -> Self {
-        let mut conn = Connection::from_env(model.into(), "OLLAMA_HOST", DEFAULT_BASE_URL, "OLLAMA_API_KEY");
-        // Ollama's own variable is often only `host:port`.
-        if !conn.base_url.contains("://") {
-            conn.base_url = format!("http://{}", conn.base_url);
-        }
-        Self { conn }
+        Self { conn: connection(model.into()) }
     }
 
     /// The server's address (`http://host:11434`), without `/api`.
@@ -116,6 +111,16 @@ impl Ollama {
 }
 
 chat_model_over_connection!(Ollama, |_client| PROVIDER);
+
+/// A connection for `model` to the server `OLLAMA_HOST` names, keyed by `OLLAMA_API_KEY`.
+pub(crate) fn connection(model: String) -> Connection {
+    let mut conn = Connection::from_env(model, "OLLAMA_HOST", DEFAULT_BASE_URL, "OLLAMA_API_KEY");
+    // Ollama's own variable is often only `host:port`.
+    if !conn.base_url.contains("://") {
+        conn.base_url = format!("http://{}", conn.base_url);
+    }
+    conn
+}
 
 /// The tools offered, as the tool choice allows (Ollama has no way to force a call).
 fn offered_tools(settings: &ModelSettings) -> Vec<Value> {

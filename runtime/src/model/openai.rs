@@ -1,5 +1,5 @@
 //! OpenAI-compatible Chat Completions: OpenAI, the llama.cpp server, vLLM, Ollama's `/v1`,
-//! `LiteLLM`.
+//! `LiteLLM`; and the client that speaks OpenAI's Responses API too (see `responses.rs`).
 
 use super::chunk_shape::ChunkShape;
 use super::http::{self, Connection, ErrorBody, invalid};
@@ -21,7 +21,8 @@ fn env(name: &str) -> Option<String> {
 }
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// A client of an OpenAI-compatible Chat Completions endpoint (`POST {base}/chat/completions`).
+/// A client of an OpenAI-compatible Chat Completions endpoint (`POST {base}/chat/completions`),
+/// or of OpenAI's Responses API (`POST {base}/responses`) after [`responses`](OpenAi::responses).
 ///
 /// `OpenAi::new(model)` reads the key from `OPENAI_API_KEY` and the base URL from
 /// `OPENAI_BASE_URL` (default `https://api.openai.com/v1`); [`base_url`](OpenAi::base_url) and
@@ -47,6 +48,20 @@ pub struct OpenAi {
     api_version: Option<String>,
     /// The header the key goes in: `Authorization: Bearer` when `None`, Azure's `api-key`.
     key_header: Option<&'static str>,
+    /// Which of OpenAI's two APIs requests go to.
+    api: Api,
+    /// Whether the provider keeps requests and replies (`store`); `None` leaves Chat
+    /// Completions requests without the field and Responses requests at `false`.
+    store: Option<bool>,
+}
+
+/// The API an [`OpenAi`] client speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Api {
+    /// `POST {base}/chat/completions`.
+    ChatCompletions,
+    /// `POST {base}/responses` (see [`OpenAi::responses`]).
+    Responses,
 }
 
 /// The Azure OpenAI API version requests name unless `OPENAI_API_VERSION` (or
@@ -57,7 +72,7 @@ impl OpenAi {
     /// A client of `model`, keyed and addressed by `OPENAI_API_KEY` and `OPENAI_BASE_URL`.
     pub fn new(model: impl Into<String>) -> Self {
         let conn = Connection::from_env(model.into(), "OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY");
-        Self { conn, headers: Vec::new(), provider: PROVIDER, api_version: None, key_header: None }
+        Self::over(conn, PROVIDER, None, None)
     }
 
     /// A client of `model` on a known OpenAI-compatible service, by name: `groq`, `deepseek`,
@@ -87,7 +102,7 @@ impl OpenAi {
             ))
         })?;
         let conn = Connection::from_env(model.into(), preset.url_var, preset.base_url, preset.key_var);
-        Ok(Self { conn, headers: Vec::new(), provider: preset.name, api_version: None, key_header: None })
+        Ok(Self::over(conn, preset.name, None, None))
     }
 
     /// A client of the Azure OpenAI deployment `deployment` on the resource `AZURE_OPENAI_ENDPOINT`
@@ -127,13 +142,67 @@ impl OpenAi {
         let api_version = env("OPENAI_API_VERSION")
             .or_else(|| env("AZURE_OPENAI_API_VERSION"))
             .unwrap_or_else(|| AZURE_API_VERSION.to_owned());
-        Self {
-            conn,
-            headers: Vec::new(),
-            provider: "azure",
-            api_version: Some(api_version),
-            key_header: Some("api-key"),
-        }
+        Self::over(conn, "azure", Some(api_version), Some("api-key"))
+    }
+
+    /// A client over `conn` speaking Chat Completions to `provider`.
+    fn over(
+        conn: Connection,
+        provider: &'static str,
+        api_version: Option<String>,
+        key_header: Option<&'static str>,
+    ) -> Self {
+        Self { conn, headers: Vec::new(), provider, api_version, key_header, api: Api::ChatCompletions, store: None }
+    }
+
+    /// Speaks OpenAI's Responses API (`POST {base}/responses`) instead of Chat Completions, with
+    /// everything else as configured: the key, the base URL, the tools, structured output,
+    /// streaming, retries. The system messages become the request's `instructions`, the rest
+    /// `input` items (tool calls as `function_call` items, tool answers as
+    /// `function_call_output` items); tools are flat `function` tools, structured output is
+    /// `text.format`, the reply length `max_output_tokens`. Streamed replies are read from the
+    /// API's named events, and a `response.failed` or `error` event is a classified
+    /// [`ModelError`](super::ModelError).
+    ///
+    /// Calls are stateless as every other client's: the whole conversation goes out each
+    /// time, no `previous_response_id` is used, and `store` is `false` unless
+    /// [`store`](Self::store) says otherwise. Reasoning items are not sent back, so a reasoning
+    /// model does not see its earlier reasoning. The API has no stop sequences: a model with
+    /// [`stop`](super::ChatModel::stop) set fails its calls with [`ModelError::Config`](super::ModelError::Config).
+    /// On Azure the requests go to the resource's v1 API (`{resource}/openai/v1/responses`,
+    /// the deployment named as the model), which takes no `api-version`.
+    ///
+    /// `from_spec("openai-responses:gpt-4.1")` is `OpenAi::new("gpt-4.1").responses()`.
+    ///
+    /// ```
+    /// use graphwright::model::{ChatModel, OpenAi};
+    ///
+    /// let model = OpenAi::new("gpt-4.1").base_url("http://127.0.0.1:4010/v1").api_key("sk").responses().max_tokens(512);
+    /// assert_eq!(model.endpoint(), "http://127.0.0.1:4010/v1/responses");
+    /// assert_eq!(model.provider(), "openai");
+    /// let azure = OpenAi::azure_at("https://contoso.openai.azure.com", "gpt-4o-prod").responses();
+    /// assert_eq!(azure.endpoint(), "https://contoso.openai.azure.com/openai/v1/responses");
+    /// ```
+    #[must_use]
+    pub fn responses(mut self) -> Self {
+        self.api = Api::Responses;
+        self
+    }
+
+    /// Whether the provider keeps the requests and replies (`store`): for OpenAI's dashboards,
+    /// evals and distillation. By default Responses requests say `store: false` and Chat
+    /// Completions requests do not say.
+    ///
+    /// ```
+    /// use graphwright::model::{ChatModel, OpenAi};
+    ///
+    /// let kept = OpenAi::new("gpt-4.1").responses().store(true);
+    /// assert_eq!(kept.model(), "gpt-4.1");
+    /// ```
+    #[must_use]
+    pub fn store(mut self, store: bool) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Authenticates to Azure with a Microsoft Entra ID access token (`Authorization: Bearer`)
@@ -175,7 +244,15 @@ impl OpenAi {
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> String {
-        let url = format!("{}/chat/completions", self.conn.base_url.trim_end_matches('/'));
+        let base = self.conn.base_url.trim_end_matches('/');
+        if self.api == Api::Responses {
+            // Azure serves the Responses API on the resource's v1 API, not under a deployment.
+            return match base.split_once("/openai/deployments/") {
+                Some((resource, _)) if self.provider == "azure" => format!("{resource}/openai/v1/responses"),
+                _ => format!("{base}/responses"),
+            };
+        }
+        let url = format!("{base}/chat/completions");
         match &self.api_version {
             Some(version) => format!("{url}?api-version={version}"),
             None => url,
@@ -241,6 +318,9 @@ impl OpenAi {
                 }),
             );
         }
+        if let Some(store) = self.store {
+            body.insert("store".into(), json!(store));
+        }
         if request.stream {
             body.insert("stream".into(), json!(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -249,7 +329,11 @@ impl OpenAi {
     }
 
     async fn send(&self, request: ModelRequest<'_>, sink: &mut dyn ReplySink) -> Result<ModelReply, ModelError> {
-        let body = serde_json::to_vec(&self.body(&request))
+        let body = match self.api {
+            Api::ChatCompletions => self.body(&request),
+            Api::Responses => super::responses::body(&request, self.store.unwrap_or(false))?,
+        };
+        let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::Config(format!("the request could not be encoded: {e}")))?;
         let mut builder = self.conn.http.post(self.endpoint());
         match (&self.conn.api_key, self.key_header) {
@@ -264,11 +348,16 @@ impl OpenAi {
             builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
         }
         let response = http::post(self.provider, builder, body).await?;
-        if request.stream {
-            read_stream(response, sink, self.provider).await
-        } else {
-            let body = response.bytes().await.map_err(|e| http::transport(self.provider, &e))?;
-            parse_completion(&body, self.provider)
+        match (self.api, request.stream) {
+            (Api::ChatCompletions, true) => read_stream(response, sink, self.provider).await,
+            (Api::Responses, true) => super::responses::read_stream(response, sink, self.provider).await,
+            (api, false) => {
+                let body = response.bytes().await.map_err(|e| http::transport(self.provider, &e))?;
+                match api {
+                    Api::ChatCompletions => parse_completion(&body, self.provider),
+                    Api::Responses => super::responses::parse_response(&body, self.provider),
+                }
+            }
         }
     }
 }

@@ -13,13 +13,15 @@ pub(crate) struct Preset {
     pub(crate) url_var: &'static str,
     /// The variable holding the API key (the local servers need none unless started with one).
     pub(crate) key_var: &'static str,
+    /// Whether it serves OpenAI's `/embeddings` too.
+    pub(crate) embeddings: bool,
 }
 
 /// Every service, hosted ones first.
 static PRESETS: &[Preset] = &[
-    preset("groq", "https://api.groq.com/openai/v1", "GROQ_BASE_URL", "GROQ_API_KEY"),
-    preset("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_BASE_URL", "DEEPSEEK_API_KEY"),
-    preset("xai", "https://api.x.ai/v1", "XAI_BASE_URL", "XAI_API_KEY"),
+    preset("groq", "https://api.groq.com/openai/v1", "GROQ_BASE_URL", "GROQ_API_KEY").chat_only(),
+    preset("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_BASE_URL", "DEEPSEEK_API_KEY").chat_only(),
+    preset("xai", "https://api.x.ai/v1", "XAI_BASE_URL", "XAI_API_KEY").chat_only(),
     preset("mistral", "https://api.mistral.ai/v1", "MISTRAL_BASE_URL", "MISTRAL_API_KEY"),
     preset("together", "https://api.together.xyz/v1", "TOGETHER_BASE_URL", "TOGETHER_API_KEY"),
     preset("fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_BASE_URL", "FIREWORKS_API_KEY"),
@@ -29,8 +31,16 @@ static PRESETS: &[Preset] = &[
     preset("llamacpp", "http://localhost:8080/v1", "LLAMACPP_BASE_URL", "LLAMACPP_API_KEY"),
 ];
 
+/// A service that serves chat completions and embeddings.
 const fn preset(name: &'static str, base_url: &'static str, url_var: &'static str, key_var: &'static str) -> Preset {
-    Preset { name, base_url, url_var, key_var }
+    Preset { name, base_url, url_var, key_var, embeddings: true }
+}
+
+impl Preset {
+    /// The same service, serving no embeddings.
+    const fn chat_only(self) -> Self {
+        Self { embeddings: false, ..self }
+    }
 }
 
 /// The service named `name`.
@@ -41,6 +51,11 @@ pub(crate) fn find(name: &str) -> Option<&'static Preset> {
 /// Every service's name, in the order they are listed.
 pub(crate) fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|preset| preset.name).collect()
+}
+
+/// The names of the services that serve embeddings, in the order they are listed.
+pub(crate) fn embedding_names() -> Vec<&'static str> {
+    PRESETS.iter().filter(|preset| preset.embeddings).map(|preset| preset.name).collect()
 }
 
 #[cfg(test)]

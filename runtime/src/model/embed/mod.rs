@@ -1,17 +1,23 @@
 //! Embeddings: texts turned into vectors by a model, for search by meaning.
 //!
 //! [`Embeddings`] is what a store's semantic index calls; [`OpenAiEmbeddings`] speaks the
-//! OpenAI `/v1/embeddings` format, which OpenAI, Azure OpenAI's compatible endpoint, Ollama's
-//! `/v1`, vLLM, llama.cpp's server, Mistral, Together and most local servers serve;
-//! [`CohereEmbeddings`] speaks Cohere's `/v2/embed`, which embeds queries apart from documents.
-//! Requests are
-//! sent in batches, and a failed batch is retried under a [`ModelRetry`] policy like a model
-//! call, with the same [`ModelError`] classes.
+//! OpenAI `/v1/embeddings` format, which OpenAI, Azure OpenAI deployments, Ollama's `/v1`,
+//! vLLM, llama.cpp's server, Mistral, Together and most local servers serve;
+//! [`CohereEmbeddings`] speaks Cohere's `/v2/embed` and [`GeminiEmbeddings`] Gemini's
+//! `embedContent` / `batchEmbedContents`, which both embed queries apart from documents;
+//! [`OllamaEmbeddings`] speaks Ollama's native `/api/embed`. [`embeddings_from_spec`](super::embeddings_from_spec)
+//! names any of them as `provider:model`. Requests are sent in batches, and a failed batch is
+//! retried under a [`ModelRetry`] policy like a model call, with the same [`ModelError`]
+//! classes.
 
 mod cohere;
+mod gemini;
+mod ollama;
 mod openai;
 
 pub use cohere::CohereEmbeddings;
+pub use gemini::GeminiEmbeddings;
+pub use ollama::OllamaEmbeddings;
 pub use openai::OpenAiEmbeddings;
 
 use super::http::{Connection, invalid};
@@ -37,6 +43,12 @@ pub trait Embeddings: Send + Sync + 'static {
                 reason: "the model gave no vector for the query".to_owned(),
             })
         })
+    }
+}
+
+impl std::fmt::Debug for dyn Embeddings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("dyn Embeddings")
     }
 }
 
@@ -69,11 +81,25 @@ pub(crate) async fn post_json(
     url: String,
     body: &serde_json::Value,
 ) -> Result<Vec<u8>, ModelError> {
+    post_json_keyed(provider, conn, url, body, None).await
+}
+
+/// [`post_json`] with the key in the header `key_header` (Gemini's `x-goog-api-key`, Azure's
+/// `api-key`), or as a bearer token when `None`.
+pub(crate) async fn post_json_keyed(
+    provider: &str,
+    conn: &Connection,
+    url: String,
+    body: &serde_json::Value,
+    key_header: Option<&str>,
+) -> Result<Vec<u8>, ModelError> {
     let body =
         serde_json::to_vec(body).map_err(|e| ModelError::Config(format!("the request cannot be encoded: {e}")))?;
     let mut request = conn.http.post(url);
-    if let Some(key) = &conn.api_key {
-        request = request.bearer_auth(key);
+    match (&conn.api_key, key_header) {
+        (Some(key), None) => request = request.bearer_auth(key),
+        (Some(key), Some(header)) => request = request.header(header, key),
+        (None, _) => {}
     }
     let response = super::http::post(provider, request, body).await?;
     let raw = response.bytes().await.map_err(|e| super::http::transport(provider, &e))?;
@@ -126,6 +152,17 @@ pub(crate) fn check_lengths(vectors: &[Vec<f32>]) -> Result<(), ModelError> {
     }
 }
 
+/// Every vector of a reply `raw` has the `dimensions` asked for, if some were.
+pub(crate) fn check_dimensions(raw: &[u8], vectors: &[Vec<f32>], dimensions: Option<u32>) -> Result<(), ModelError> {
+    let Some(asked) = dimensions.and_then(|d| usize::try_from(d).ok()) else { return Ok(()) };
+    match vectors.iter().position(|v| v.len() != asked) {
+        Some(at) => {
+            Err(invalid(raw, format!("vector {at} has {} numbers where {asked} were asked for", vectors[at].len())))
+        }
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +173,8 @@ mod tests {
         let error = check_lengths(&[vec![1.0, 2.0], vec![3.0]]).unwrap_err().to_string();
         assert!(error.contains("vector 1 has 1 numbers where the first has 2"), "{error}");
         assert!(check_lengths(&[vec![]]).is_err());
+        assert!(check_dimensions(b"", &[vec![1.0, 2.0]], Some(2)).is_ok());
+        let error = check_dimensions(b"", &[vec![1.0, 2.0], vec![3.0]], Some(2)).unwrap_err().to_string();
+        assert!(error.contains("vector 1 has 1 numbers where 2 were asked for"), "{error}");
     }
 }

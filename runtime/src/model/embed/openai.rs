@@ -3,7 +3,7 @@
 
 use super::super::http::{Connection, invalid};
 use super::super::{ModelError, ModelRetry};
-use super::{Embeddings, in_batches, post_json};
+use super::{Embeddings, in_batches, post_json_keyed};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
@@ -34,13 +34,122 @@ pub struct OpenAiEmbeddings {
     conn: Connection,
     dimensions: Option<u32>,
     batch: usize,
+    /// The service, as errors name it (`openai`, `azure`, or a preset's name).
+    provider: &'static str,
+    /// Azure's `api-version` query parameter.
+    api_version: Option<String>,
+    /// The header the key goes in: `Authorization: Bearer` when `None`, Azure's `api-key`.
+    key_header: Option<&'static str>,
 }
 
 impl OpenAiEmbeddings {
     /// A client of `model` at `OPENAI_BASE_URL` (or OpenAI's own), keyed by `OPENAI_API_KEY`.
     pub fn new(model: impl Into<String>) -> Self {
         let conn = Connection::from_env(model.into(), "OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY");
-        Self { conn, dimensions: None, batch: DEFAULT_BATCH }
+        Self::over(conn, PROVIDER)
+    }
+
+    fn over(conn: Connection, provider: &'static str) -> Self {
+        Self { conn, dimensions: None, batch: DEFAULT_BATCH, provider, api_version: None, key_header: None }
+    }
+
+    /// A client of `model` on a known OpenAI-compatible service that serves embeddings, by
+    /// name: `mistral`, `together`, `fireworks`, `openrouter`, and the local servers `vllm`,
+    /// `lmstudio` and `llamacpp`, keyed and addressed as
+    /// [`OpenAi::compatible`](crate::model::OpenAi::compatible) is. A service without an
+    /// embeddings API (`groq`, `deepseek`, `xai`) or an unknown name is an error listing the
+    /// ones that have one.
+    ///
+    /// ```
+    /// use graphwright::model::OpenAiEmbeddings;
+    ///
+    /// let mistral = OpenAiEmbeddings::compatible("mistral", "mistral-embed")?;
+    /// # if std::env::var("MISTRAL_BASE_URL").is_err() {
+    /// assert_eq!(mistral.endpoint(), "https://api.mistral.ai/v1/embeddings");
+    /// # }
+    /// let error = OpenAiEmbeddings::compatible("groq", "m").unwrap_err().to_string();
+    /// assert!(error.contains("groq") && error.contains("mistral"), "{error}");
+    /// # Ok::<(), graphwright::model::ModelError>(())
+    /// ```
+    pub fn compatible(provider: &str, model: impl Into<String>) -> Result<Self, ModelError> {
+        let Some(preset) = crate::model::presets::find(provider).filter(|p| p.embeddings) else {
+            let known = if crate::model::presets::find(provider).is_some() {
+                format!("`{provider}` serves no embeddings API")
+            } else {
+                format!("`{provider}` is not an OpenAI-compatible service graphwright knows")
+            };
+            return Err(ModelError::Config(format!(
+                "{known}: use one of {}, or `OpenAiEmbeddings::new(model).base_url(..)` for any other",
+                crate::model::presets::embedding_names().join(", ")
+            )));
+        };
+        let conn = Connection::from_env(model.into(), preset.url_var, preset.base_url, preset.key_var);
+        Ok(Self::over(conn, preset.name))
+    }
+
+    /// A client of the Azure OpenAI embeddings deployment `deployment` on the resource
+    /// `AZURE_OPENAI_ENDPOINT` names, keyed by `AZURE_OPENAI_API_KEY` (sent as `api-key`) under
+    /// the API version `OPENAI_API_VERSION` (or `AZURE_OPENAI_API_VERSION`), as
+    /// [`OpenAi::azure`](crate::model::OpenAi::azure) is. An error names the variable when the
+    /// endpoint is not set.
+    ///
+    /// ```
+    /// use graphwright::model::OpenAiEmbeddings;
+    ///
+    /// # if std::env::var("AZURE_OPENAI_ENDPOINT").is_err() {
+    /// let error = OpenAiEmbeddings::azure("embed-prod").unwrap_err();
+    /// assert!(error.to_string().contains("AZURE_OPENAI_ENDPOINT"));
+    /// # }
+    /// ```
+    pub fn azure(deployment: &str) -> Result<Self, ModelError> {
+        let endpoint =
+            std::env::var("AZURE_OPENAI_ENDPOINT").ok().filter(|v| !v.trim().is_empty()).ok_or_else(|| {
+                ModelError::Config(
+                    "an Azure OpenAI client needs its resource's endpoint: set AZURE_OPENAI_ENDPOINT \
+                 (https://{resource}.openai.azure.com), or use OpenAiEmbeddings::azure_at(endpoint, deployment)"
+                        .to_owned(),
+                )
+            })?;
+        Ok(Self::azure_at(&endpoint, deployment))
+    }
+
+    /// [`azure`](Self::azure) on the resource at `endpoint`, given in code.
+    ///
+    /// ```
+    /// use graphwright::model::OpenAiEmbeddings;
+    ///
+    /// let azure = OpenAiEmbeddings::azure_at("https://contoso.openai.azure.com", "embed-prod")
+    ///     .api_version("2024-10-21")
+    ///     .azure_ad_token("token from Entra ID");
+    /// assert_eq!(
+    ///     azure.endpoint(),
+    ///     "https://contoso.openai.azure.com/openai/deployments/embed-prod/embeddings?api-version=2024-10-21"
+    /// );
+    /// ```
+    pub fn azure_at(endpoint: &str, deployment: &str) -> Self {
+        let base = format!("{}/openai/deployments/{deployment}", endpoint.trim_end_matches('/'));
+        let conn = Connection::from_env(deployment.to_owned(), "", &base, "AZURE_OPENAI_API_KEY");
+        let env = |name| std::env::var(name).ok().filter(|v: &String| !v.trim().is_empty());
+        let version = env("OPENAI_API_VERSION")
+            .or_else(|| env("AZURE_OPENAI_API_VERSION"))
+            .unwrap_or_else(|| crate::model::AZURE_API_VERSION.to_owned());
+        Self { api_version: Some(version), key_header: Some("api-key"), ..Self::over(conn, "azure") }
+    }
+
+    /// The `api-version` query parameter sent with every request (Azure).
+    #[must_use]
+    pub fn api_version(mut self, version: impl Into<String>) -> Self {
+        self.api_version = Some(version.into());
+        self
+    }
+
+    /// Authenticates to Azure with a Microsoft Entra ID access token (`Authorization: Bearer`)
+    /// instead of a key.
+    #[must_use]
+    pub fn azure_ad_token(mut self, token: impl Into<String>) -> Self {
+        self.conn.api_key = Some(token.into());
+        self.key_header = None;
+        self
     }
 
     /// The API's base URL, up to and including `/v1`.
@@ -50,7 +159,7 @@ impl OpenAiEmbeddings {
         self
     }
 
-    /// The key sent as `Authorization: Bearer`.
+    /// The key, sent as `Authorization: Bearer` (Azure's in `api-key`).
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.conn.api_key = Some(key.into());
@@ -93,7 +202,11 @@ impl OpenAiEmbeddings {
 
     /// Where requests go.
     pub fn endpoint(&self) -> String {
-        format!("{}/embeddings", self.conn.base_url.trim_end_matches('/'))
+        let url = format!("{}/embeddings", self.conn.base_url.trim_end_matches('/'));
+        match &self.api_version {
+            Some(version) => format!("{url}?api-version={version}"),
+            None => url,
+        }
     }
 
     /// One request for `texts`: their vectors, in order.
@@ -102,7 +215,7 @@ impl OpenAiEmbeddings {
         if let Some(dimensions) = self.dimensions {
             body["dimensions"] = json!(dimensions);
         }
-        let raw = post_json(PROVIDER, &self.conn, self.endpoint(), &body).await?;
+        let raw = post_json_keyed(self.provider, &self.conn, self.endpoint(), &body, self.key_header).await?;
         vectors(&raw, texts.len())
     }
 }
@@ -113,13 +226,16 @@ impl std::fmt::Debug for OpenAiEmbeddings {
             .field("conn", &self.conn)
             .field("dimensions", &self.dimensions)
             .field("batch", &self.batch)
+            .field("provider", &self.provider)
+            .field("api_version", &self.api_version)
+            .field("key_header", &self.key_header)
             .finish()
     }
 }
 
 impl Embeddings for OpenAiEmbeddings {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {
-        Box::pin(in_batches(PROVIDER, &self.conn, texts, self.batch, |chunk| self.batch(chunk)))
+        Box::pin(in_batches(self.provider, &self.conn, texts, self.batch, |chunk| self.batch(chunk)))
     }
 }
 
