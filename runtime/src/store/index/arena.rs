@@ -114,6 +114,34 @@ impl Arena {
     }
 }
 
+impl Arena {
+    /// The bounds of every slot against `query`, the slots shared among the machine's cores
+    /// when there are enough of them to be worth a thread each.
+    fn all_bounds(&self, query: &Query) -> Vec<(f32, f32)> {
+        let slots = self.slots();
+        let threads = std::thread::available_parallelism().map_or(1, usize::from).min(slots / PER_THREAD).max(1);
+        if threads == 1 {
+            return (0..slots).map(|slot| self.bounds(query, slot)).collect();
+        }
+        let share = slots.div_ceil(threads);
+        let mut all = vec![(0.0, 0.0); slots];
+        std::thread::scope(|scope| {
+            for (part, out) in all.chunks_mut(share).enumerate() {
+                scope.spawn(move || {
+                    for (at, bounds) in out.iter_mut().enumerate() {
+                        *bounds = self.bounds(query, part * share + at);
+                    }
+                });
+            }
+        });
+        all
+    }
+}
+
+/// The fewest slots that a thread of its own is given to scan: starting a thread costs about
+/// as much as scanning a few thousand.
+const PER_THREAD: usize = 16_384;
+
 /// A query vector and its 8-bit copy.
 struct Query {
     exact: Vec<f32>,
@@ -148,8 +176,7 @@ impl<'a> Ranking<'a> {
         let wanted: usize = spans.iter().map(|span| span.len as usize).sum();
         // Reading the whole arena in order is faster than jumping to each item's slots unless
         // the items hold a small part of it.
-        let by_slot: Option<Vec<(f32, f32)>> =
-            (wanted * 8 >= arena.slots()).then(|| (0..arena.slots()).map(|slot| arena.bounds(&query, slot)).collect());
+        let by_slot: Option<Vec<(f32, f32)>> = (wanted * 8 >= arena.slots()).then(|| arena.all_bounds(&query));
         let bounds = spans
             .iter()
             .map(|span| {
@@ -205,6 +232,19 @@ impl Iterator for Ranking<'_> {
 mod tests {
     use super::super::vector::tests::random;
     use super::*;
+
+    #[test]
+    fn bounds_worked_out_on_several_threads_are_those_of_one() {
+        let mut arena = Arena::new(8);
+        for vector in random(3 * PER_THREAD + 5, 8, 11) {
+            arena.push(&[vector]);
+        }
+        let query = random(1, 8, 12).remove(0);
+        let (codes, scale, error) = quantize(&query);
+        let query = Query { exact: query, codes, scale, error };
+        let one: Vec<(f32, f32)> = (0..arena.slots()).map(|slot| arena.bounds(&query, slot)).collect();
+        assert_eq!(arena.all_bounds(&query), one);
+    }
 
     #[test]
     fn the_ranking_is_the_exact_order_whatever_the_batch_and_the_gaps() {
