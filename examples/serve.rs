@@ -21,6 +21,12 @@
 //! theirs (`OwnerIsolation`); without it the server listens on loopback addresses only. For a
 //! server with many users, see `examples/serve_secure.rs`.
 //!
+//! With `GRAPHWRIGHT_STORE_EMBEDDINGS` set to an embeddings model (`openai:text-embedding-3-small`,
+//! `ollama:nomic-embed-text`, any `provider:model` that `embeddings_from_spec` knows) and
+//! `GRAPHWRIGHT_STORE_DIMS` to its vectors' size, the store is searched by meaning:
+//! `client.store.search_items(["memories"], query="what does she drink?")`. The model's key comes
+//! from the provider's usual variable (`OPENAI_API_KEY`...).
+//!
 //! With a PostgreSQL URL, start as many processes as you like on the same database: they share
 //! threads, runs and the store. `/assistants/chat/schemas` describes a graph's input, output and
 //! state with JSON Schemas made from its `#[state]` (the doc comments below become their
@@ -38,7 +44,9 @@
 //!     print(part.event, part.data)
 //! ```
 
+use graphwright::model::embeddings_from_spec;
 use graphwright::prelude::*;
+use graphwright::store::IndexConfig;
 use graphwright_server::authz::OwnerIsolation;
 use graphwright_server::{ApiKeys, AuthUser, Server};
 
@@ -132,6 +140,15 @@ fn keys(current: &str, old: &str) -> Result<graphwright::encryption::Keys, graph
     Ok(keys)
 }
 
+/// The store's index: the embeddings model `spec`, with vectors of `GRAPHWRIGHT_STORE_DIMS`
+/// numbers, over whole values.
+fn store_index(spec: &str) -> Result<IndexConfig, Box<dyn std::error::Error>> {
+    let dims = std::env::var("GRAPHWRIGHT_STORE_DIMS")
+        .map_err(|_| "GRAPHWRIGHT_STORE_EMBEDDINGS needs GRAPHWRIGHT_STORE_DIMS: the size of the model's vectors")?;
+    let dims = dims.parse().map_err(|_| format!("GRAPHWRIGHT_STORE_DIMS is `{dims}`, not a whole number"))?;
+    Ok(IndexConfig::shared(embeddings_from_spec(spec)?, dims))
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -149,6 +166,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = match std::env::var("GRAPHWRIGHT_AES_KEY") {
         Ok(key) => server.encryption(keys(&key, &std::env::var("GRAPHWRIGHT_AES_OLD_KEYS").unwrap_or_default())?),
         Err(_) => server,
+    };
+    let server = match std::env::var("GRAPHWRIGHT_STORE_EMBEDDINGS") {
+        Ok(spec) if !spec.is_empty() => server.store_index(store_index(&spec)?),
+        _ => server,
     };
     let server = match std::env::var("GRAPHWRIGHT_API_KEY") {
         Ok(key) if !key.is_empty() => {
