@@ -3,8 +3,9 @@
 use super::index::arena::{Arena, Ranking, Span};
 use super::index::{self, Indexing};
 use super::{
-    Item, PutItem, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key, cut_namespaces,
-    decode_namespace, encode_namespace, encode_prefix, expiry, live, prefix_ranges, time_of, ttl_millis, under,
+    Address, Item, PutItem, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key,
+    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, live, prefix_ranges, time_of,
+    ttl_millis, under,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -39,7 +40,7 @@ pub struct InMemoryStore {
 /// Entries by (stored namespace, key), and the vectors of their embedded texts.
 #[derive(Debug)]
 struct Items {
-    entries: BTreeMap<(String, String), Entry>,
+    entries: BTreeMap<Address, Entry>,
     arena: Arena,
 }
 
@@ -128,12 +129,15 @@ impl InMemoryStore {
         let now = self.options.now_ms();
         // Read without touching the keys' text: comparing each item's namespace with the
         // prefix would wait on memory once per item.
-        let matching: Vec<(&(String, String), &Entry)> = prefix_ranges(&prefix)
-            .into_iter()
-            .flat_map(|range| items.entries.range(range))
-            .filter(|(_, e)| live(e.expires_ms, now) && query.filter.matches(&e.value))
-            .collect();
-        let spans: Vec<Span> = matching.iter().map(|(_, entry)| entry.span).collect();
+        let (mut addresses, mut spans): (Vec<&Address>, Vec<Span>) = (Vec::new(), Vec::new());
+        for range in prefix_ranges(&prefix) {
+            for (address, entry) in items.entries.range(range) {
+                if live(entry.expires_ms, now) && query.filter.matches(&entry.value) {
+                    addresses.push(address);
+                    spans.push(entry.span);
+                }
+            }
+        }
         let scoreless: Vec<usize> = (0..spans.len()).filter(|&at| spans[at].is_empty()).collect();
         let batch = query.limit.map_or(usize::MAX, |l| l.saturating_add(query.offset)).min(FIRST_SORTED);
         let page: Vec<((String, String), Option<f32>)> = Ranking::new(&items.arena, wanted, spans, batch)
@@ -141,7 +145,7 @@ impl InMemoryStore {
             .chain(scoreless.into_iter().map(|at| (None, at)))
             .skip(query.offset)
             .take(query.limit.unwrap_or(usize::MAX))
-            .map(|(score, at)| (matching[at].0.clone(), score))
+            .map(|(score, at)| (addresses[at].clone(), score))
             .collect();
         let mut out = Vec::with_capacity(page.len());
         for (id, score) in page {

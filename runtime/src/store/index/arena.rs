@@ -115,21 +115,28 @@ impl Arena {
 }
 
 impl Arena {
-    /// The bounds of every slot against `query`, the slots shared among the machine's cores
-    /// when there are enough of them to be worth a thread each.
-    fn all_bounds(&self, query: &Query) -> Vec<(f32, f32)> {
-        let slots = self.slots();
-        let threads = std::thread::available_parallelism().map_or(1, usize::from).min(slots / PER_THREAD).max(1);
+    /// Each item's lowest and highest possible score against `query` (its best vector's), the
+    /// items shared among the machine's cores when there are enough of them to be worth a thread
+    /// each. Items come in the order of their keys, which is the arena's order once it has been
+    /// compacted, so each thread reads the arena mostly in order.
+    fn item_bounds(&self, query: &Query, spans: &[Span]) -> Vec<(f32, f32)> {
+        let one = |span: &Span| {
+            span.slots().fold((f32::NEG_INFINITY, f32::NEG_INFINITY), |(low, high), slot| {
+                let (l, h) = self.bounds(query, slot);
+                (low.max(l), high.max(h))
+            })
+        };
+        let threads = std::thread::available_parallelism().map_or(1, usize::from).min(spans.len() / PER_THREAD).max(1);
         if threads == 1 {
-            return (0..slots).map(|slot| self.bounds(query, slot)).collect();
+            return spans.iter().map(one).collect();
         }
-        let share = slots.div_ceil(threads);
-        let mut all = vec![(0.0, 0.0); slots];
+        let share = spans.len().div_ceil(threads);
+        let mut all = vec![(0.0, 0.0); spans.len()];
         std::thread::scope(|scope| {
-            for (part, out) in all.chunks_mut(share).enumerate() {
+            for (part, out) in spans.chunks(share).zip(all.chunks_mut(share)) {
                 scope.spawn(move || {
-                    for (at, bounds) in out.iter_mut().enumerate() {
-                        *bounds = self.bounds(query, part * share + at);
+                    for (span, bounds) in part.iter().zip(out) {
+                        *bounds = one(span);
                     }
                 });
             }
@@ -138,7 +145,7 @@ impl Arena {
     }
 }
 
-/// The fewest slots that a thread of its own is given to scan: starting a thread costs about
+/// The fewest items that a thread of its own is given to scan: starting a thread costs about
 /// as much as scanning a few thousand.
 const PER_THREAD: usize = 16_384;
 
@@ -173,19 +180,7 @@ impl<'a> Ranking<'a> {
     pub(crate) fn new(arena: &'a Arena, query: Vec<f32>, spans: Vec<Span>, batch: usize) -> Self {
         let (codes, scale, error) = quantize(&query);
         let query = Query { exact: query, codes, scale, error };
-        let wanted: usize = spans.iter().map(|span| span.len as usize).sum();
-        // Reading the whole arena in order is faster than jumping to each item's slots unless
-        // the items hold a small part of it.
-        let by_slot: Option<Vec<(f32, f32)>> = (wanted * 8 >= arena.slots()).then(|| arena.all_bounds(&query));
-        let bounds = spans
-            .iter()
-            .map(|span| {
-                span.slots().fold((f32::NEG_INFINITY, f32::NEG_INFINITY), |(low, high), slot| {
-                    let (l, h) = by_slot.as_ref().map_or_else(|| arena.bounds(&query, slot), |all| all[slot]);
-                    (low.max(l), high.max(h))
-                })
-            })
-            .collect();
+        let bounds = arena.item_bounds(&query, &spans);
         let left = (0..spans.len()).filter(|&at| !spans[at].is_empty()).collect();
         Self { arena, query, spans, bounds, left, ready: VecDeque::new(), batch: batch.max(1) }
     }
@@ -236,14 +231,22 @@ mod tests {
     #[test]
     fn bounds_worked_out_on_several_threads_are_those_of_one() {
         let mut arena = Arena::new(8);
-        for vector in random(3 * PER_THREAD + 5, 8, 11) {
-            arena.push(&[vector]);
-        }
+        let vectors = random(3 * PER_THREAD + 5, 8, 11);
+        let spans: Vec<Span> = vectors.chunks(2).map(|pair| arena.push(pair)).collect();
         let query = random(1, 8, 12).remove(0);
         let (codes, scale, error) = quantize(&query);
         let query = Query { exact: query, codes, scale, error };
-        let one: Vec<(f32, f32)> = (0..arena.slots()).map(|slot| arena.bounds(&query, slot)).collect();
-        assert_eq!(arena.all_bounds(&query), one);
+        let threaded = arena.item_bounds(&query, &spans);
+        let one: Vec<(f32, f32)> = arena.item_bounds(&query, &spans[..PER_THREAD]);
+        assert_eq!(threaded[..PER_THREAD], one[..], "a small list is worked out on one thread");
+        let by_hand: Vec<(f32, f32)> = spans
+            .iter()
+            .map(|span| {
+                let (a, b) = (arena.bounds(&query, span.slots().start), arena.bounds(&query, span.slots().end - 1));
+                (a.0.max(b.0), a.1.max(b.1))
+            })
+            .collect();
+        assert_eq!(threaded, by_hand);
     }
 
     #[test]
