@@ -1,5 +1,6 @@
 //! Chat models: clients for OpenAI-compatible servers and Anthropic, and [`ScriptedModel`]
 //! for tests; and embeddings ([`Embeddings`], [`OpenAiEmbeddings`], [`CohereEmbeddings`]).
+//! With the `bedrock` feature, AWS Bedrock's chat models (`Bedrock`).
 //!
 //! A node calls a model with `model.invoke(&state.messages, rt).await?`. Inside a run the call
 //! streams its text and tool-call pieces into the run's `messages` stream under the reply's
@@ -99,6 +100,8 @@ macro_rules! chat_model_over_connection {
 }
 
 mod anthropic;
+#[cfg(feature = "bedrock")]
+mod bedrock;
 mod call;
 mod chunk_shape;
 pub(crate) mod context;
@@ -120,6 +123,8 @@ mod structured;
 mod usage;
 
 pub use anthropic::Anthropic;
+#[cfg(feature = "bedrock")]
+pub use bedrock::{AwsCredentials, Bedrock, SigV4};
 pub use context::CallContext;
 pub use embed::{CohereEmbeddings, Embeddings, OpenAiEmbeddings};
 pub use error::{BudgetLimit, ModelError};

@@ -7,7 +7,8 @@ use std::sync::Arc;
 /// ([`OpenAi`], also any OpenAI-compatible server through `OPENAI_BASE_URL`),
 /// `azure:{deployment}` ([`OpenAi::azure`]), `anthropic:claude-sonnet-4-5` ([`Anthropic`]),
 /// `gemini:gemini-2.5-flash` ([`Gemini`], also `google:`), `ollama:qwen3` ([`Ollama`], its
-/// native API), or a known OpenAI-compatible service
+/// native API), `bedrock:anthropic.claude-3-5-haiku-20241022-v1:0` (`Bedrock`, with the
+/// `bedrock` feature; the model id keeps its own colons), or a known OpenAI-compatible service
 /// ([`OpenAi::compatible`]): `groq`, `deepseek`, `xai`, `mistral`, `together`, `fireworks`,
 /// `openrouter`, and the local servers `vllm`, `lmstudio`, `llamacpp`.
 ///
@@ -36,10 +37,16 @@ pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
         "ollama" => Ok(Arc::new(Ollama::new(model))),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model))),
         "azure" => Ok(Arc::new(OpenAi::azure(model)?)),
+        #[cfg(feature = "bedrock")]
+        "bedrock" => Ok(Arc::new(super::Bedrock::new(model))),
+        #[cfg(not(feature = "bedrock"))]
+        "bedrock" => Err(ModelError::Config(format!(
+            "`{spec}` needs graphwright's `bedrock` feature: features = [\"bedrock\"] in Cargo.toml"
+        ))),
         other if super::presets::find(other).is_some() => Ok(Arc::new(OpenAi::compatible(other, model)?)),
         other => Err(ModelError::Config(format!(
             "unknown model provider `{other}` in `{spec}`: use one of openai (also for any OpenAI-compatible server, \
-             with OPENAI_BASE_URL), azure, anthropic, gemini, ollama, {}",
+             with OPENAI_BASE_URL), azure, anthropic, bedrock, gemini, ollama, {}",
             super::presets::names().join(", ")
         ))),
     }
