@@ -1,6 +1,7 @@
 //! Chat models: clients for OpenAI-compatible servers and Anthropic, and [`ScriptedModel`]
 //! for tests; and embeddings ([`Embeddings`], [`OpenAiEmbeddings`], [`CohereEmbeddings`]).
-//! With the `bedrock` feature, AWS Bedrock's chat models (`Bedrock`).
+//! With the `bedrock` feature, AWS Bedrock's chat models and embeddings (`Bedrock`,
+//! `BedrockEmbeddings`).
 //!
 //! A node calls a model with `model.invoke(&state.messages, rt).await?`. Inside a run the call
 //! streams its text and tool-call pieces into the run's `messages` stream under the reply's
@@ -124,7 +125,7 @@ mod usage;
 
 pub use anthropic::Anthropic;
 #[cfg(feature = "bedrock")]
-pub use bedrock::{AwsCredentials, Bedrock, SigV4};
+pub use bedrock::{AwsCredentials, Bedrock, BedrockEmbeddings, SigV4};
 pub use context::CallContext;
 pub use embed::{CohereEmbeddings, Embeddings, OpenAiEmbeddings};
 pub use error::{BudgetLimit, ModelError};

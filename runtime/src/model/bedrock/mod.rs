@@ -1,11 +1,13 @@
-//! AWS Bedrock: chat through the Converse API ([`Bedrock`]), every request signed with
-//! Signature Version 4 ([`SigV4`]) or sent with a Bedrock API key.
+//! AWS Bedrock: chat through the Converse API ([`Bedrock`]), embeddings through `InvokeModel`
+//! ([`BedrockEmbeddings`]), every request signed with Signature Version 4 ([`SigV4`]) or sent
+//! with a Bedrock API key.
 //!
 //! What the clients share lives here: where a request goes (the region's
 //! `bedrock-runtime` endpoint, or one given), how it is authenticated, and how Bedrock's
 //! failures (`x-amzn-ErrorType` names such as `ThrottlingException`) become [`ModelError`]s.
 
 mod converse;
+mod embeddings;
 mod event_stream;
 mod sigv4;
 
@@ -13,6 +15,7 @@ mod sigv4;
 /// token (the type of AWS's own SDK, so credentials its providers load can be passed as they are).
 pub use aws_credential_types::Credentials as AwsCredentials;
 pub use converse::Bedrock;
+pub use embeddings::BedrockEmbeddings;
 pub use sigv4::SigV4;
 
 use super::ModelError;

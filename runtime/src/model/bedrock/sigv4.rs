@@ -6,8 +6,8 @@ use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, si
 use aws_sigv4::sign::v4;
 use std::time::SystemTime;
 
-/// Signs HTTP requests with AWS Signature Version 4, as [`Bedrock`](super::Bedrock) signs
-/// its own: the headers to add to a
+/// Signs HTTP requests with AWS Signature Version 4, as [`Bedrock`](super::Bedrock) and
+/// [`BedrockEmbeddings`](super::BedrockEmbeddings) sign theirs: the headers to add to a
 /// request so that an AWS service accepts it as made by the holder of `credentials`.
 ///
 /// The canonical request, the string to sign and the key derivation are `aws-sigv4`'s, the
