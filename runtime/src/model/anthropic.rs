@@ -187,8 +187,8 @@ fn turns(messages: &[Message]) -> Vec<Value> {
     turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect()
 }
 
-/// A structured reply: the forced tool's input, as the reply's text.
-fn answer_of_forced_tool(mut reply: ModelReply, tool: &str) -> ModelReply {
+/// A structured reply: the forced tool's input, as the reply's text (also Bedrock's).
+pub(super) fn answer_of_forced_tool(mut reply: ModelReply, tool: &str) -> ModelReply {
     if let Some(at) = reply.message.tool_calls.iter().position(|c| c.name == tool) {
         let call = reply.message.tool_calls.remove(at);
         reply.message.content = match call.arguments {

@@ -45,7 +45,7 @@ impl std::fmt::Debug for Connection {
 }
 
 /// How much of an error response's body is read: enough for any provider's error JSON.
-const MAX_ERROR_BODY: usize = 64 * 1024;
+pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// The HTTP client model clients share unless given their own: one connection pool per process.
 pub(crate) fn shared_client() -> reqwest::Client {
@@ -104,7 +104,7 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-async fn read_capped(mut response: reqwest::Response, cap: usize) -> Vec<u8> {
+pub(crate) async fn read_capped(mut response: reqwest::Response, cap: usize) -> Vec<u8> {
     let mut body = Vec::new();
     while let Ok(Some(chunk)) = response.chunk().await {
         body.extend_from_slice(&chunk[..chunk.len().min(cap - body.len())]);

@@ -11,6 +11,7 @@
 //! | Google Gemini | [`Gemini`] | [`GeminiEmbeddings`] | `gemini:`, `google:` |
 //! | Ollama (native API) | [`Ollama`] | [`OllamaEmbeddings`] | `ollama:` |
 //! | Cohere | | [`CohereEmbeddings`] | `cohere:` |
+//! | AWS Bedrock (feature `bedrock`) | `Bedrock` (Converse) | `BedrockEmbeddings` | `bedrock:` |
 //!
 //! [`from_spec`] and [`embeddings_from_spec`] build a client from a `provider:model` string,
 //! keyed and addressed from the environment.
@@ -113,6 +114,8 @@ macro_rules! chat_model_over_connection {
 }
 
 mod anthropic;
+#[cfg(feature = "bedrock")]
+mod bedrock;
 mod call;
 mod chunk_shape;
 pub(crate) mod context;
@@ -135,6 +138,8 @@ mod structured;
 mod usage;
 
 pub use anthropic::Anthropic;
+#[cfg(feature = "bedrock")]
+pub use bedrock::{AwsCredentials, Bedrock, BedrockEmbeddings, SigV4};
 pub use context::CallContext;
 pub use embed::{CohereEmbeddings, Embeddings, GeminiEmbeddings, OllamaEmbeddings, OpenAiEmbeddings};
 pub use error::{BudgetLimit, ModelError};

@@ -12,7 +12,8 @@ use std::sync::Arc;
 /// [`OpenAi::responses`]), `azure:{deployment}` ([`OpenAi::azure`]),
 /// `anthropic:claude-sonnet-4-5` ([`Anthropic`]),
 /// `gemini:gemini-2.5-flash` ([`Gemini`], also `google:`), `ollama:qwen3` ([`Ollama`], its
-/// native API), or a known OpenAI-compatible service
+/// native API), `bedrock:anthropic.claude-3-5-haiku-20241022-v1:0` (`Bedrock`, with the
+/// `bedrock` feature; the model id keeps its own colons), or a known OpenAI-compatible service
 /// ([`OpenAi::compatible`]): `groq`, `deepseek`, `xai`, `mistral`, `together`, `fireworks`,
 /// `openrouter`, and the local servers `vllm`, `lmstudio`, `llamacpp`.
 ///
@@ -44,10 +45,16 @@ pub fn from_spec(spec: &str) -> Result<Arc<dyn ChatModel>, ModelError> {
         "ollama" => Ok(Arc::new(Ollama::new(model))),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model))),
         "azure" => Ok(Arc::new(OpenAi::azure(model)?)),
+        #[cfg(feature = "bedrock")]
+        "bedrock" => Ok(Arc::new(super::Bedrock::new(model))),
+        #[cfg(not(feature = "bedrock"))]
+        "bedrock" => Err(ModelError::Config(format!(
+            "`{spec}` needs graphwright's `bedrock` feature: features = [\"bedrock\"] in Cargo.toml"
+        ))),
         other if super::presets::find(other).is_some() => Ok(Arc::new(OpenAi::compatible(other, model)?)),
         other => Err(ModelError::Config(format!(
             "unknown model provider `{other}` in `{spec}`: use one of openai (also for any OpenAI-compatible server, \
-             with OPENAI_BASE_URL), openai-responses, azure, anthropic, gemini, ollama, {}",
+             with OPENAI_BASE_URL), openai-responses, azure, anthropic, bedrock, gemini, ollama, {}",
             super::presets::names().join(", ")
         ))),
     }
@@ -90,6 +97,12 @@ pub fn embeddings_from_spec(spec: &str) -> Result<Arc<dyn Embeddings>, ModelErro
         "cohere" => Ok(Arc::new(CohereEmbeddings::new(model))),
         "gemini" | "google" => Ok(Arc::new(GeminiEmbeddings::new(model))),
         "ollama" => Ok(Arc::new(OllamaEmbeddings::new(model))),
+        #[cfg(feature = "bedrock")]
+        "bedrock" => Ok(Arc::new(super::BedrockEmbeddings::new(model)?)),
+        #[cfg(not(feature = "bedrock"))]
+        "bedrock" => Err(ModelError::Config(format!(
+            "`{spec}` needs graphwright's `bedrock` feature: features = [\"bedrock\"] in Cargo.toml"
+        ))),
         other if super::presets::find(other).is_some_and(|p| p.embeddings) => {
             Ok(Arc::new(OpenAiEmbeddings::compatible(other, model)?))
         }
@@ -100,7 +113,7 @@ pub fn embeddings_from_spec(spec: &str) -> Result<Arc<dyn Embeddings>, ModelErro
             };
             Err(ModelError::Config(format!(
                 "{why} in `{spec}`: use one of openai (also for any OpenAI-compatible server, with \
-                 OPENAI_BASE_URL), azure, cohere, gemini, ollama, {}",
+                 OPENAI_BASE_URL), azure, bedrock, cohere, gemini, ollama, {}",
                 super::presets::embedding_names().join(", ")
             )))
         }
