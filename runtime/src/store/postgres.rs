@@ -459,7 +459,8 @@ impl Store for PostgresStore {
             if self.options.index_config().is_some() {
                 return self.put_many(vec![PutItem::new(namespace, key, value).indexing(indexing).with_ttl(ttl)]).await;
             }
-            index::vectors_for(None, &value, &indexing, key).await?;
+            // Refuses fields to embed, which a store without an index cannot.
+            index::vectors_for_many(None, &[(&value, &indexing, key)]).await?;
             let now = self.options.now_ms();
             let ttl_ms = ttl.map(ttl_millis);
             let client = self.client(op).await?;

@@ -144,18 +144,6 @@ impl IndexConfig {
 /// One embedded text of an item: the path it was found at, and its normalised vector.
 pub(crate) type Embedded = (String, Vec<f32>);
 
-/// The vectors `value` gets under `indexing` in a store with `index`: none when there is
-/// nothing to embed.
-pub(crate) async fn vectors_for(
-    index: Option<&IndexConfig>,
-    value: &Value,
-    indexing: &Indexing,
-    key: &str,
-) -> Result<Vec<Embedded>, StoreError> {
-    let mut all = vectors_for_many(index, &[(value, indexing, key)]).await?;
-    Ok(all.pop().unwrap_or_default())
-}
-
 /// The vectors of each of `items` (value, indexing, key), in order, with one call of the
 /// model for all their texts (which batches them as it must).
 pub(crate) async fn vectors_for_many(
