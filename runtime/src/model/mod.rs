@@ -62,6 +62,35 @@
 //!
 //! [`RunOutput::usage`]: crate::RunOutput::usage
 
+/// The builders and accessors every embeddings client keeps in `conn` (an `http::Connection`)
+/// shares: its retry policy, its HTTP client, its model's name.
+macro_rules! embeddings_over_connection {
+    ($client:ty) => {
+        impl $client {
+            /// How a failed request is tried again (default:
+            /// [`ModelRetry::default`](crate::model::ModelRetry::default)).
+            #[must_use]
+            pub fn retry(mut self, retry: $crate::model::ModelRetry) -> Self {
+                self.conn.settings.retry = retry;
+                self
+            }
+
+            /// The HTTP client to send with (its proxy, TLS roots and pool), instead of the
+            /// shared one.
+            #[must_use]
+            pub fn http_client(mut self, client: reqwest::Client) -> Self {
+                self.conn.http = client;
+                self
+            }
+
+            /// The model's name (or id).
+            pub fn model(&self) -> &str {
+                &self.conn.model
+            }
+        }
+    };
+}
+
 /// The [`ChatModel`] of a client that keeps its model and settings in `conn` (an
 /// `http::Connection`) and sends with `async fn send(&self, ModelRequest, &mut dyn ReplySink)`;
 /// `|client| name` says how it names its provider. Also its `Debug` (the connection, never

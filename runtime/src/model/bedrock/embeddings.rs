@@ -2,9 +2,9 @@
 //! Titan Text Embeddings (one text per call) and Cohere Embed (up to 96 texts per call).
 
 use super::{Aws, AwsCredentials, PROVIDER, post, url};
+use crate::model::ModelError;
 use crate::model::embed::{Embeddings, check_lengths, in_batches, with_retries};
 use crate::model::http::{self, Connection, invalid};
-use crate::model::{ModelError, ModelRetry};
 use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
@@ -156,25 +156,6 @@ impl BedrockEmbeddings {
         self
     }
 
-    /// How a failed call is tried again (default: [`ModelRetry::default`]).
-    #[must_use]
-    pub fn retry(mut self, retry: ModelRetry) -> Self {
-        self.conn.settings.retry = retry;
-        self
-    }
-
-    /// The HTTP client to send requests with.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
-        self
-    }
-
-    /// The model's id.
-    pub fn model(&self) -> &str {
-        &self.conn.model
-    }
-
     /// Where requests go; an error when no endpoint is given and no region is known.
     pub fn endpoint(&self) -> Result<String, ModelError> {
         url(&self.conn, &self.aws, "invoke")
@@ -283,6 +264,8 @@ impl std::fmt::Debug for BedrockEmbeddings {
             .finish_non_exhaustive()
     }
 }
+
+embeddings_over_connection!(BedrockEmbeddings);
 
 impl Embeddings for BedrockEmbeddings {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {

@@ -1,8 +1,8 @@
 //! Cohere's embed API (`POST {base}/v2/embed`), which embeds documents and search queries
 //! differently (`input_type`).
 
+use super::super::ModelError;
 use super::super::http::{Connection, invalid};
-use super::super::{ModelError, ModelRetry};
 use super::{Embeddings, in_batches, post_json};
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -64,25 +64,6 @@ impl CohereEmbeddings {
         self
     }
 
-    /// How a failed batch is tried again (default: [`ModelRetry::default`]).
-    #[must_use]
-    pub fn retry(mut self, retry: ModelRetry) -> Self {
-        self.conn.settings.retry = retry;
-        self
-    }
-
-    /// The HTTP client to send requests with.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
-        self
-    }
-
-    /// The model's name.
-    pub fn model(&self) -> &str {
-        &self.conn.model
-    }
-
     /// Where requests go.
     pub fn endpoint(&self) -> String {
         format!("{}/v2/embed", self.conn.base_url.trim_end_matches('/'))
@@ -116,6 +97,8 @@ impl std::fmt::Debug for CohereEmbeddings {
         f.debug_struct("CohereEmbeddings").field("conn", &self.conn).field("batch", &self.batch).finish()
     }
 }
+
+embeddings_over_connection!(CohereEmbeddings);
 
 impl Embeddings for CohereEmbeddings {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {

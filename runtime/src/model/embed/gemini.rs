@@ -1,8 +1,8 @@
 //! Google Gemini's native embeddings (`embedContent` for one text, `batchEmbedContents` for
 //! several), which embed stored texts and search queries as different tasks (`taskType`).
 
+use super::super::ModelError;
 use super::super::http::{Connection, invalid};
-use super::super::{ModelError, ModelRetry};
 use super::{Embeddings, check_dimensions, in_batches, post_json_keyed};
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -107,25 +107,6 @@ impl GeminiEmbeddings {
         self
     }
 
-    /// How a failed batch is tried again (default: [`ModelRetry::default`]).
-    #[must_use]
-    pub fn retry(mut self, retry: ModelRetry) -> Self {
-        self.conn.settings.retry = retry;
-        self
-    }
-
-    /// The HTTP client to send requests with.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
-        self
-    }
-
-    /// The model's name, without `models/`.
-    pub fn model(&self) -> &str {
-        &self.conn.model
-    }
-
     /// Where a request of `texts` texts goes: `embedContent` for one, `batchEmbedContents` for
     /// more.
     pub fn endpoint(&self, texts: usize) -> String {
@@ -176,6 +157,8 @@ impl std::fmt::Debug for GeminiEmbeddings {
             .finish()
     }
 }
+
+embeddings_over_connection!(GeminiEmbeddings);
 
 impl Embeddings for GeminiEmbeddings {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {

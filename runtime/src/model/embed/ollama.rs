@@ -1,8 +1,8 @@
 //! Ollama's native embeddings (`POST {host}/api/embed`): many texts in one request, one vector
 //! each.
 
+use super::super::ModelError;
 use super::super::http::{Connection, invalid};
-use super::super::{ModelError, ModelRetry};
 use super::{Embeddings, check_dimensions, in_batches, post_json_keyed};
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -72,25 +72,6 @@ impl OllamaEmbeddings {
         self
     }
 
-    /// How a failed batch is tried again (default: [`ModelRetry::default`]).
-    #[must_use]
-    pub fn retry(mut self, retry: ModelRetry) -> Self {
-        self.conn.settings.retry = retry;
-        self
-    }
-
-    /// The HTTP client to send requests with.
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
-        self
-    }
-
-    /// The model's name.
-    pub fn model(&self) -> &str {
-        &self.conn.model
-    }
-
     /// Where requests go.
     pub fn endpoint(&self) -> String {
         format!("{}/api/embed", self.conn.base_url.trim_end_matches('/'))
@@ -118,6 +99,8 @@ impl std::fmt::Debug for OllamaEmbeddings {
             .finish()
     }
 }
+
+embeddings_over_connection!(OllamaEmbeddings);
 
 impl Embeddings for OllamaEmbeddings {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {

@@ -1,8 +1,8 @@
 //! OpenAI's embeddings API (`POST {base}/embeddings`), which most providers and local servers
 //! also serve.
 
+use super::super::ModelError;
 use super::super::http::{Connection, invalid};
-use super::super::{ModelError, ModelRetry};
 use super::{Embeddings, in_batches, post_json_keyed};
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -181,25 +181,6 @@ impl OpenAiEmbeddings {
         self
     }
 
-    /// How a failed batch is tried again (default: [`ModelRetry::default`]).
-    #[must_use]
-    pub fn retry(mut self, retry: ModelRetry) -> Self {
-        self.conn.settings.retry = retry;
-        self
-    }
-
-    /// The HTTP client to send requests with (a proxy, TLS settings, timeouts of its own).
-    #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.conn.http = client;
-        self
-    }
-
-    /// The model's name.
-    pub fn model(&self) -> &str {
-        &self.conn.model
-    }
-
     /// Where requests go.
     pub fn endpoint(&self) -> String {
         let url = format!("{}/embeddings", self.conn.base_url.trim_end_matches('/'));
@@ -232,6 +213,8 @@ impl std::fmt::Debug for OpenAiEmbeddings {
             .finish()
     }
 }
+
+embeddings_over_connection!(OpenAiEmbeddings);
 
 impl Embeddings for OpenAiEmbeddings {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {
