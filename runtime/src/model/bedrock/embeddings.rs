@@ -97,36 +97,6 @@ impl BedrockEmbeddings {
         })
     }
 
-    /// The AWS region (`us-east-1`).
-    #[must_use]
-    pub fn region(mut self, region: impl Into<String>) -> Self {
-        self.aws.region = Some(region.into());
-        self
-    }
-
-    /// The AWS credentials to sign requests with, instead of the environment's (and instead of
-    /// an API key).
-    #[must_use]
-    pub fn credentials(mut self, credentials: AwsCredentials) -> Self {
-        self.aws.credentials = Some(credentials);
-        self.conn.api_key = None;
-        self
-    }
-
-    /// A Bedrock API key, sent as `Authorization: Bearer` instead of a signature.
-    #[must_use]
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.conn.api_key = Some(key.into());
-        self
-    }
-
-    /// Where requests go instead of the region's endpoint: the URL that `/model/...` follows.
-    #[must_use]
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.conn.base_url = url.into();
-        self
-    }
-
     /// Ask for vectors of `dimensions` numbers: Titan Text Embeddings v2 (256, 512 or 1024)
     /// and Cohere Embed v4; other models refuse it, and so does the call.
     #[must_use]
@@ -266,6 +236,7 @@ impl std::fmt::Debug for BedrockEmbeddings {
 }
 
 embeddings_over_connection!(BedrockEmbeddings);
+aws_builders!(BedrockEmbeddings);
 
 impl Embeddings for BedrockEmbeddings {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, ModelError>> {
