@@ -11,10 +11,15 @@
 //! asks the model for a typed verdict on the findings, the generator writes the answer and the
 //! summarizer a one-line summary. With `OPENAI_BASE_URL` set (any OpenAI-compatible server;
 //! `OPENAI_MODEL` names the model) it uses that model; otherwise a script, so the example runs
-//! anywhere. It says which it used, and prints each step as the run streams it.
+//! anywhere. It says which it used, and prints each step as the run streams it, and the tokens
+//! the run's model calls used.
+//!
+//! Built with `--features otel` and given `OTEL_EXPORTER_OTLP_ENDPOINT` (an OpenTelemetry
+//! Collector, Jaeger, Phoenix...), it exports the run's trace: the run, each step, each node,
+//! each model call with its tokens and each tool call with its outcome.
 
 use futures::StreamExt;
-use graphwright::model::{ChatModel, OpenAi, ScriptedModel};
+use graphwright::model::{ChatModel, ModelReply, OpenAi, ScriptedModel, Usage};
 use graphwright::prelude::*;
 use graphwright::stream::AppEvent;
 use std::sync::{Arc, LazyLock};
@@ -200,22 +205,42 @@ fn pick_models() -> (Models, String) {
         return (models, format!("{name} at {base}"));
     }
     let call = |id: &str, name: &str, args: serde_json::Value| ToolCall::new(id, name, args);
+    // Each reply reports tokens, as a provider's would.
+    let used = |message: Message, input: u64, output: u64| {
+        let mut reply = ModelReply::new(message);
+        reply.usage = Usage::tokens(input, output);
+        reply
+    };
     let script = ScriptedModel::new([
         // Round 1: the planner looks both cities up; the verifier wants the difference.
-        Message::assistant("").with_tool_calls(vec![
-            call("s1", "search", json!({"query": "Oslo population"})),
-            call("s2", "search", json!({"query": "Bergen population"})),
-        ]),
-        Message::assistant(r#"{"sufficient": false, "missing": "how many more people live in Oslo"}"#),
+        used(
+            Message::assistant("").with_tool_calls(vec![
+                call("s1", "search", json!({"query": "Oslo population"})),
+                call("s2", "search", json!({"query": "Bergen population"})),
+            ]),
+            142,
+            38,
+        ),
+        used(Message::assistant(r#"{"sufficient": false, "missing": "how many more people live in Oslo"}"#), 231, 19),
         // Round 2: the planner computes it; now the findings suffice.
-        Message::assistant("").with_tool_calls(vec![call(
-            "c1",
-            "calculate",
-            json!({"a": 717_000, "op": "-", "b": 291_000}),
-        )]),
-        Message::assistant(r#"{"sufficient": true, "missing": ""}"#),
-        Message::assistant("Oslo has about 717,000 people and Bergen about 291,000, so Oslo has about 426,000 more."),
-        Message::assistant("Oslo is larger than Bergen by about 426,000 people."),
+        used(
+            Message::assistant("").with_tool_calls(vec![call(
+                "c1",
+                "calculate",
+                json!({"a": 717_000, "op": "-", "b": 291_000}),
+            )]),
+            268,
+            27,
+        ),
+        used(Message::assistant(r#"{"sufficient": true, "missing": ""}"#), 297, 11),
+        used(
+            Message::assistant(
+                "Oslo has about 717,000 people and Bergen about 291,000, so Oslo has about 426,000 more.",
+            ),
+            310,
+            24,
+        ),
+        used(Message::assistant("Oslo is larger than Bergen by about 426,000 people."), 58, 13),
     ])
     .bind_tools(&tools);
     let about = "a scripted model (set OPENAI_BASE_URL to use a real one)".to_owned();
@@ -224,8 +249,14 @@ fn pick_models() -> (Models, String) {
     (Models { planner: Arc::clone(&shared), writer: shared }, about)
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::main]
 async fn main() -> Result<(), Report> {
+    // Export only when a receiver is named: without one the example stays quiet.
+    #[cfg(feature = "otel")]
+    let telemetry = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .map(|_| graphwright::otel::Otel::from_env().service_name("research_agent").init())
+        .transpose()
+        .map_err(|e| Report::msg(e.to_string()))?;
     let (models, about) = pick_models();
     println!("model: {about}\n");
     let app = research::graph().compile()?;
@@ -234,8 +265,10 @@ async fn main() -> Result<(), Report> {
     let input = research::StateUpdate::new().messages(vec![Message::user(question)]);
     let cfg = RunConfig::thread("research-1").context(models);
     let mut events = app.app_events(input, &cfg);
+    let mut used = graphwright::model::Usage::default();
     while let Some(event) = events.next().await {
         match event {
+            AppEvent::UsageReport { usage } => used += usage,
             AppEvent::ToolCallStart { name, args, .. } => println!("  tool {name}({args})"),
             AppEvent::ToolCallResult { result, is_error, .. } => {
                 println!("    -> {}{result}", if is_error { "error: " } else { "" });
@@ -247,5 +280,11 @@ async fn main() -> Result<(), Report> {
     }
     let state = app.get_state(&cfg).await?.expect("the thread is stored").state;
     println!("\nanswer: {}\nsummary: {}\nplanning rounds: {}", state.answer, state.summary, state.rounds);
+    println!("tokens: {} in, {} out, {} model calls", used.input_tokens, used.output_tokens, used.calls);
+    #[cfg(feature = "otel")]
+    if let Some(telemetry) = telemetry {
+        // Sent before the program ends: the batch would otherwise wait for its timer.
+        telemetry.shutdown().map_err(|e| Report::msg(e.to_string()))?;
+    }
     Ok(())
 }

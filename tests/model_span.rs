@@ -12,13 +12,13 @@ struct SpanHashes(std::sync::Mutex<Vec<String>>);
 
 impl tracing::field::Visit for &SpanHashes {
     fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "prompt_hash" {
+        if field.name() == "graphwright.prompt_hash" {
             self.0.lock().unwrap().push(value.to_owned());
         }
     }
 
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "prompt_hash" {
+        if field.name() == "graphwright.prompt_hash" {
             self.0.lock().unwrap().push(format!("{value:?}"));
         }
     }

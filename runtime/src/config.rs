@@ -26,6 +26,7 @@ pub struct RunConfig<C = ()> {
     pub(crate) recursion_limit: Option<u64>,
     pub(crate) deadline: Option<Duration>,
     pub(crate) log: Option<crate::log::RunLog>,
+    pub(crate) capture: Option<Arc<crate::log::CapturePolicy>>,
     pub(crate) budget: Option<crate::model::Budget>,
     pub(crate) breakpoints: Option<Arc<Breakpoints>>,
     pub(crate) user: Option<Arc<crate::AuthUser>>,
@@ -87,6 +88,7 @@ impl<C> Default for RunConfig<C> {
             recursion_limit: None,
             deadline: None,
             log: None,
+            capture: None,
             budget: None,
             breakpoints: None,
             user: None,
@@ -104,6 +106,7 @@ impl<C> Clone for RunConfig<C> {
             recursion_limit: self.recursion_limit,
             deadline: self.deadline,
             log: self.log.clone(),
+            capture: self.capture.clone(),
             budget: self.budget,
             breakpoints: self.breakpoints.clone(),
             user: self.user.clone(),
@@ -122,6 +125,7 @@ impl<C> std::fmt::Debug for RunConfig<C> {
             .field("budget", &self.budget)
             .field("durability", &self.durability)
             .field("log", &self.log.as_ref().map(|log| &log.policy))
+            .field("capture", &self.capture)
             .field("breakpoints", &self.breakpoints)
             .field("user", &self.user.as_ref().map(|u| &u.identity))
             .finish()
@@ -211,10 +215,22 @@ impl<C> RunConfig<C> {
     }
 
     /// Records the run in `log`: which nodes ran, and their inputs, outputs and state as
-    /// `policy` allows, with secret-looking keys redacted (see [`crate::log`]).
+    /// `policy` allows, with secret-looking keys redacted (see [`crate::log`]). The same `policy`
+    /// also says what the run's tracing spans carry, unless [`capture`](Self::capture) gives
+    /// them one of their own.
     #[must_use]
     pub fn log(mut self, log: Arc<dyn crate::log::EventLog>, policy: crate::log::CapturePolicy) -> Self {
         self.log = Some(crate::log::RunLog { log, policy: Arc::new(policy) });
+        self
+    }
+
+    /// What the run's tracing spans (and so an OpenTelemetry exporter) may carry beyond names,
+    /// timings, token counts and errors: with [`CapturePolicy::messages`](crate::log::CapturePolicy::messages)
+    /// the prompts and completions of model calls and the arguments and results of tool calls,
+    /// redacted as the event log is. Off by default: text leaves the process only when asked.
+    #[must_use]
+    pub fn capture(mut self, policy: crate::log::CapturePolicy) -> Self {
+        self.capture = Some(Arc::new(policy));
         self
     }
 

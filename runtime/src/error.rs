@@ -91,6 +91,14 @@ impl NodeError {
         Self { kind: NodeErrorKind::Interrupted(interrupt) }
     }
 
+    /// The interrupt, when the node paused rather than failed, left in place.
+    pub(crate) fn interrupt(&self) -> Option<&crate::interrupt::Interrupt> {
+        match &self.kind {
+            NodeErrorKind::Interrupted(interrupt) => Some(interrupt),
+            _ => None,
+        }
+    }
+
     /// The interrupt, when the node paused rather than failed.
     pub(crate) fn take_interrupt(self) -> Result<crate::interrupt::Interrupt, Self> {
         match self.kind {

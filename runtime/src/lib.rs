@@ -81,6 +81,8 @@ pub mod mcp;
 pub mod message;
 pub mod model;
 pub mod node;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod policy;
 pub mod prebuilt;
 pub(crate) mod pregel;
@@ -93,6 +95,7 @@ pub mod state;
 pub mod store;
 pub mod stream;
 pub mod tool;
+mod trace_value;
 mod user;
 
 pub use cache::{Cache, CacheError, InMemoryCache};

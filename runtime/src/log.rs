@@ -47,6 +47,7 @@ use std::sync::{Arc, Mutex};
 
 /// What the log records beyond the fact that a node ran.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools, reason = "each is one thing to capture, set by name")]
 pub struct CapturePolicy {
     /// The state (or Send payload) each node read.
     pub inputs: bool,
@@ -54,23 +55,40 @@ pub struct CapturePolicy {
     pub outputs: bool,
     /// The whole state after each step.
     pub state: bool,
+    /// What model calls were asked and answered (prompts and completions) and what tool calls
+    /// were given and gave back, on their tracing spans (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`, `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`), so on
+    /// whatever the spans are exported to.
+    pub messages: bool,
     /// Object keys whose values are replaced by `"[redacted]"`, compared without case and as
     /// substrings (`api_key` also hides `openai_api_key`).
     pub redact_keys: Vec<String>,
 }
 
 impl Default for CapturePolicy {
-    /// Node names, steps, timings and errors only; no values.
+    /// Node names, steps, timings, token counts and errors only; no values and no text.
     fn default() -> Self {
-        Self { inputs: false, outputs: false, state: false, redact_keys: default_secret_keys() }
+        Self { inputs: false, outputs: false, state: false, messages: false, redact_keys: default_secret_keys() }
     }
 }
 
 impl CapturePolicy {
-    /// Inputs, outputs and state, with the default secret keys redacted.
+    /// Inputs, outputs, state, prompts and completions, with the default secret keys redacted.
     #[must_use]
     pub fn everything() -> Self {
-        Self { inputs: true, outputs: true, state: true, ..Self::default() }
+        Self { inputs: true, outputs: true, state: true, messages: true, ..Self::default() }
+    }
+
+    /// Only prompts and completions (and tool calls' arguments and results), on the spans; no
+    /// state in the log.
+    #[must_use]
+    pub fn messages() -> Self {
+        Self { messages: true, ..Self::default() }
+    }
+
+    /// `value` as JSON text with secret-looking keys redacted, when `on`: what a span carries.
+    pub(crate) fn text(&self, on: bool, value: &impl Serialize) -> Option<String> {
+        self.capture(on, value).map(|value| value.to_string())
     }
 
     /// Also redacts values under `key`.

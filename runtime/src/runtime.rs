@@ -73,6 +73,9 @@ pub(crate) struct RunShared<C> {
     pub(crate) writer: Option<crate::stream::SharedWriter>,
     /// The run's event log, if it has one.
     pub(crate) log: Option<crate::log::RunLog>,
+    /// What the run's spans may carry beyond names, timings and counts (see
+    /// [`RunConfig::capture`](crate::RunConfig::capture)); none: nothing more.
+    pub(crate) capture: Option<Arc<crate::log::CapturePolicy>>,
     /// What the run's model calls spent, against its budget and deadline (shared with the
     /// runs of its subgraphs).
     pub(crate) meter: Arc<crate::model::Meter>,
@@ -133,6 +136,7 @@ impl Runtime<()> {
             cache: None,
             writer: None,
             log: None,
+            capture: None,
             meter: Arc::default(),
             storage: None,
             nested: false,
@@ -407,6 +411,7 @@ impl<C: Send + Sync> crate::model::CallContext for Runtime<C> {
             run_id: self.run.run_id,
             thread: self.thread_id(),
             log: self.run.log.as_ref(),
+            capture: self.run.capture.as_deref(),
         }
     }
 }

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tracing::Instrument;
 
 /// A node index, or END.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,8 +316,21 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         }
         let writer = sink.map(|s| Arc::clone(s) as SharedWriter);
         let shared = self.shared(cfg, writer, run_id)?;
+        let span = crate::pregel::span::run(&self.inner.name, cfg.thread_id.as_deref(), shared.run_id);
+        let result = self.run_as_given(input, cfg, shared, sink.map(|s| &**s)).instrument(span.clone()).await;
+        crate::pregel::span::record_run(&span, &result);
+        result
+    }
+
+    /// [`start`](Self::start)'s run, without a thread or on one.
+    async fn run_as_given(
+        &self,
+        input: RunInput<S>,
+        cfg: &RunConfig<C>,
+        shared: Arc<RunShared<C>>,
+        sink: Option<&Sink<S>>,
+    ) -> Result<RunOutput<S>, Halt<S>> {
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
-        let sink = sink.map(|s| &**s);
         match (&cfg.thread_id, input) {
             (None, RunInput::Update(input)) => {
                 let wrote = !input.is_empty();
@@ -479,6 +493,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             cache: self.inner.cache.clone(),
             writer,
             log: cfg.log.clone(),
+            capture: cfg.capture.clone().or_else(|| cfg.log.as_ref().map(|log| Arc::clone(&log.policy))),
             meter: Arc::new(crate::model::Meter::new(
                 cfg.budget,
                 cfg.deadline.map(|after| tokio::time::Instant::now() + after),

@@ -21,31 +21,20 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
     let watched = scope.streams_messages();
     let stream = settings.streaming.unwrap_or(watched);
     let message_id = crate::message::fresh_id();
-    let span = tracing::info_span!(
-        "model_call",
-        provider = model.provider(),
-        model = model.model(),
-        prompt_hash = tracing::field::Empty,
-        node = scope.node,
-        step = scope.step,
-        attempt = tracing::field::Empty,
-        input_tokens = tracing::field::Empty,
-        output_tokens = tracing::field::Empty,
-        cached_tokens = tracing::field::Empty,
-        cost = tracing::field::Empty,
-    );
+    let span = super::span::model_call(model.provider(), model.model(), settings, &scope);
     // The hash (a canonical JSON of the whole prompt through SHA-256: most of an agent's own
     // time per call) is made for its readers only: a subscriber that takes the span, or the log.
     let hash = (scope.log.is_some() || !span.is_disabled()).then(|| prompt_hash(model.model(), messages, settings));
     if let Some(hash) = &hash {
-        span.record("prompt_hash", hash.as_str());
+        span.record("graphwright.prompt_hash", hash.as_str());
     }
+    super::span::record_prompt(&span, &scope, messages);
     let started = Instant::now();
     let mut attempts = 0;
     let result = async {
         loop {
             attempts += 1;
-            span.record("attempt", attempts);
+            span.record("graphwright.attempts", crate::trace_value::int(attempts));
             let mut sink = Forward { scope: &scope, watched, message_id: &message_id, delivered: false };
             let request = ModelRequest { model: model.model(), messages, settings, stream };
             let error = match attempt(model, request, &mut sink, settings, &scope).await {
@@ -74,10 +63,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
         }
         reply.usage.calls = 1;
         reply.message.id = Some(message_id);
-        span.record("input_tokens", reply.usage.input_tokens);
-        span.record("output_tokens", reply.usage.output_tokens);
-        span.record("cached_tokens", reply.usage.cached_tokens);
-        span.record("cost", reply.usage.cost);
+        super::span::record_reply(&span, &scope, &reply);
         scope.meter.charge(reply.usage)?;
         if let Some(writer) = scope.writer.filter(|_| watched) {
             let id = reply.message.id.clone().unwrap_or_default();
@@ -85,6 +71,9 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
         }
         Ok(reply)
     });
+    if let Err(error) = &result {
+        super::span::record_error(&span, error);
+    }
     if let Some(log) = scope.log {
         let (usage, error) = match &result {
             Ok(reply) => (Some(reply.usage), None),

@@ -34,6 +34,8 @@ pub struct Scope<'a> {
     pub(crate) run_id: u64,
     pub(crate) thread: Option<&'a str>,
     pub(crate) log: Option<&'a RunLog>,
+    /// What the call's span may carry beyond counts (prompts and completions).
+    pub(crate) capture: Option<&'a crate::log::CapturePolicy>,
 }
 
 impl Scope<'_> {

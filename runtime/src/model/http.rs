@@ -67,7 +67,7 @@ pub(crate) async fn post(
     request: reqwest::RequestBuilder,
     body: Vec<u8>,
 ) -> Result<reqwest::Response, ModelError> {
-    let response = request
+    let response = traced(request)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body)
         .send()
@@ -80,6 +80,14 @@ pub(crate) async fn post(
     let headers = response.headers().clone();
     let body = read_capped(response, MAX_ERROR_BODY).await;
     Err(classify(provider, status.as_u16(), &headers, &body))
+}
+
+/// `request` carrying the current span's trace context (`traceparent`) when spans are exported
+/// (feature `otel`), so a gateway or provider that traces joins the run's trace.
+pub(crate) fn traced(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    #[cfg(feature = "otel")]
+    let request = crate::otel::inject(request);
+    request
 }
 
 /// A failed send or read, as the error it is.

@@ -161,6 +161,7 @@ mod request;
 mod responses;
 mod retry;
 mod scripted;
+mod span;
 mod spec;
 mod sse;
 mod structured;

@@ -20,6 +20,22 @@ pub enum FinishReason {
     Unknown,
 }
 
+impl FinishReason {
+    /// The reason as OpenTelemetry's GenAI conventions write it (`gen_ai.response.finish_reasons`):
+    /// `stop`, `length`, `tool_calls`, `content_filter`, the provider's own word, or `unknown`.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolCalls => "tool_calls",
+            Self::ContentFilter => "content_filter",
+            Self::Other(reason) => reason,
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// One call's result: the assistant message and what the call cost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelReply {

@@ -19,6 +19,7 @@ mod persist;
 mod planner;
 mod prune;
 pub(crate) mod record;
+pub(crate) mod span;
 mod task;
 mod update;
 
@@ -42,6 +43,7 @@ pub(crate) use prune::prune_thread;
 use std::sync::Arc;
 pub(crate) use task::Task;
 use task::{Slots, Tasks};
+use tracing::Instrument;
 pub(crate) use update::{AsNode, update_thread};
 
 /// Runs a graph from `state` until no task is left, persisting nothing. `input_wrote` says
@@ -193,8 +195,9 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
                 if let Some(log) = &run.log {
                     events::log_started(graph, &run, log, step, &state, &tasks);
                 }
-                let outcome =
-                    task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_deref_mut(), sink).await;
+                let outcome = task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_deref_mut(), sink)
+                    .instrument(span::step(step, tasks.len()))
+                    .await;
                 if let Some(log) = &run.log {
                     events::log_finished(graph, &run, log, step, &tasks, &slots, &outcome);
                 }

@@ -20,6 +20,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 /// A snapshot is taken when the writes stored since the last one have grown to this many times
 /// its size: storage stays linear in the run, a load folds at most that much, and a large state
@@ -166,6 +167,8 @@ impl Persist {
             let (queue, mut rx) = mpsc::channel::<(BatchOp, Option<OwnedSemaphorePermit>)>(WRITER_QUEUE);
             let saver = Arc::clone(&saver);
             let claim = claim.clone();
+            // The writer's spans sit under the run's, though the writer outlives none of it.
+            let run_span = tracing::Span::current();
             let task = tokio::spawn(async move {
                 // Whatever queued up while the last batch was being stored goes in one batch:
                 // one commit for several steps (group commit).
@@ -181,7 +184,10 @@ impl Persist {
                         batch.push(op);
                     }
                     let (ops, permits): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
-                    saver.put_batch(&claim, ops).await?;
+                    let span = run_span.in_scope(|| super::span::checkpoint_write(&ops));
+                    let stored = saver.put_batch(&claim, ops).instrument(span.clone()).await;
+                    super::span::record_write(&span, &stored);
+                    stored?;
                     drop(permits);
                 }
                 Ok(())
@@ -341,12 +347,21 @@ impl Persist {
 
     /// Stores `op` with the saver, now: its own (boxed) future.
     pub(crate) fn store(&self, op: BatchOp) -> BoxFuture<'_, Result<(), CheckpointError>> {
-        match op {
+        let span = super::span::checkpoint_write(std::slice::from_ref(&op));
+        let stored = match op {
             BatchOp::Put { record, expected_head, writes } => {
                 self.saver.put(&self.claim, record, expected_head, writes)
             }
             op @ BatchOp::Writes(_) => self.saver.put_batch(&self.claim, vec![op]),
+        };
+        if span.is_disabled() {
+            return stored;
         }
+        Box::pin(async move {
+            let stored = stored.instrument(span.clone()).await;
+            super::span::record_write(&span, &stored);
+            stored
+        })
     }
 
     /// Hands a checkpoint to the background writer; a step's waits for room among the

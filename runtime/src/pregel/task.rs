@@ -108,6 +108,7 @@ async fn run_many<S: State, C: Send + Sync + 'static>(
     let mut pending = FuturesUnordered::new();
     for (index, task) in tasks.iter().enumerate() {
         if slots[index].is_some() {
+            super::span::skipped(graph, &graph.nodes[task.node as usize], at.step, index as u32, "resumed");
             continue;
         }
         let node = &graph.nodes[task.node as usize];
@@ -258,7 +259,7 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
         return (run_attempts(graph, state, run, at, index, task).await, false);
     }
     // Boxed: only cached nodes pay for room for the cache's futures.
-    boxed(|| {
+    let (result, cached) = boxed(|| {
         super::cached::run(
             graph,
             state,
@@ -268,7 +269,11 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
             run_attempts(graph, state, run, at, index, task),
         )
     })
-    .await
+    .await;
+    if cached {
+        super::span::skipped(graph, &graph.nodes[task.node as usize], at.step, index, "cached");
+    }
+    (result, cached)
 }
 
 /// Runs one task under its node's retry and timeout policies.
@@ -285,8 +290,9 @@ async fn run_attempts<S: State, C: Send + Sync + 'static>(
     let mut attempt = 1;
     loop {
         let rt = runtime(run, at, index, task, attempt, results.clone());
-        let span = span(graph, node, run, at.step, index, attempt);
-        let error = match attempt_once(node, state, &rt, task).instrument(span).await {
+        let span = super::span::node(graph, node, at.step, index, attempt);
+        let attempted = super::span::observed(attempt_once(node, state, &rt, task), span.clone(), run);
+        let error = match attempted.instrument(span).await {
             Ok(output) => return Ok(output),
             Err(error) => error,
         };
@@ -331,9 +337,11 @@ fn call_sync<S: State, C: Send + Sync + 'static>(
     let node = &graph.nodes[task.node as usize];
     let rt = runtime(run, at, index, task, 1, call_results(node, at, index, task));
     let input = task.payload.as_deref();
-    let called = span(graph, node, run, at.step, index, 1)
+    let span = super::span::node(graph, node, at.step, index, 1);
+    let called = span
         .in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| f(state, &rt, input))))
         .unwrap_or_else(|payload| Err(NodeError::panicked(&*payload)));
+    super::span::record_attempt(&span, &called, run);
     called.map_err(|error| stop(node, run, at.step, error))
 }
 
@@ -367,27 +375,6 @@ fn runtime<C>(
         interrupt_calls: AtomicU32::new(0),
         results,
     }
-}
-
-/// The tracing span of one attempt of a task.
-fn span<S: State, C>(
-    graph: &Inner<S, C>,
-    node: &CompiledNode<S, C>,
-    run: &RunShared<C>,
-    step: u64,
-    index: u32,
-    attempt: u32,
-) -> tracing::Span {
-    tracing::info_span!(
-        "node",
-        graph = %graph.name,
-        node = %node.name,
-        step,
-        task = index,
-        attempt,
-        run = run.run_id,
-        thread = run.thread_id.as_deref().unwrap_or(""),
-    )
 }
 
 /// What a failed attempt leads to: the policy to retry under, or how the task stops.

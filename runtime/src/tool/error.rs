@@ -124,6 +124,23 @@ impl ToolError {
         Self::failed(tool, message.to_string())
     }
 
+    /// The kind of failure as a short, stable word (`invalid_arguments`, `failed`, `timeout`,
+    /// ...): what a span's `error.type` and a metric's outcome label carry.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidJson { .. } => "invalid_json",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::DuplicateCallId { .. } => "duplicate_call_id",
+            Self::Failed { .. } => "failed",
+            Self::Panicked { .. } => "panicked",
+            Self::Timeout { .. } => "timeout",
+            Self::InvalidResult { .. } => "invalid_result",
+            Self::Injection { .. } => "injection",
+        }
+    }
+
     /// The tool the error is about (for an unknown tool, the name the model used).
     #[must_use]
     pub fn tool(&self) -> &str {

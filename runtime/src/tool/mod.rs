@@ -55,6 +55,7 @@ mod policy;
 mod runtime;
 pub mod schema;
 mod set;
+mod span;
 pub(crate) mod support;
 pub(crate) mod validate;
 

@@ -26,7 +26,7 @@ pub(crate) async fn run_all(node: &ToolNode, calls: &[ToolCall], env: &ToolEnv) 
         .map(|(index, call)| {
             let first = *first_use.entry(call.id.as_str()).or_insert(index);
             let duplicate_of = (first != index).then_some(first);
-            let span = tracing::info_span!("tool", tool = %call.name, tool_call_id = %call.id, index);
+            let span = super::span::tool_call(call, index, env);
             durable_one(node, index, call, duplicate_of, env).instrument(span)
         })
         .collect();
@@ -49,6 +49,7 @@ async fn durable_one(
         match serde_json::from_value::<Message>(saved) {
             Ok(message) => {
                 tracing::debug!("answered from the call's stored result");
+                super::span::record_stored(&tracing::Span::current(), &message);
                 return message;
             }
             Err(error) => tracing::warn!(%error, "a stored call result is not a message; running the call again"),
@@ -88,6 +89,7 @@ async fn run_one(
     });
     let mut attempts = 0;
     let outcome = checked_run(node, call, index, duplicate_of, env, &policy, &scope, &mut attempts).await;
+    super::span::record_outcome(&tracing::Span::current(), env, &outcome, attempts);
     let (content, is_error) = match outcome {
         Ok(output) => (output.into_content(), false),
         Err(error) => {

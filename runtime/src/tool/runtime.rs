@@ -185,6 +185,8 @@ pub struct ToolEnv {
     pub(crate) results: Option<Arc<crate::pregel::calls::CallResults>>,
     /// The run's stream, when the tools run in a task of a run streamed with `custom`.
     pub(crate) stream: Option<super::event::StreamTap>,
+    /// What the calls' spans may carry beyond names and outcomes (arguments and results).
+    pub(crate) capture: Option<Arc<crate::log::CapturePolicy>>,
 }
 
 impl Default for ToolEnv {
@@ -197,7 +199,7 @@ impl ToolEnv {
     /// State `()` and context `()`.
     #[must_use]
     pub fn new() -> Self {
-        Self { state: Arc::new(()), context: Arc::new(()), store: None, results: None, stream: None }
+        Self { state: Arc::new(()), context: Arc::new(()), store: None, results: None, stream: None, capture: None }
     }
 
     /// Sets the store tools reach through [`ToolRuntime::store`].

@@ -182,7 +182,7 @@ async fn post(
             request = request.header(name, value);
         }
     }
-    let response = request.body(body).send().await.map_err(|e| http::transport(PROVIDER, &e))?;
+    let response = http::traced(request).body(body).send().await.map_err(|e| http::transport(PROVIDER, &e))?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);

@@ -1,0 +1,60 @@
+//! OpenTelemetry export (feature `otel`): the run's spans, which follow OpenTelemetry's GenAI
+//! semantic conventions, and its metrics, sent over OTLP to any backend (Jaeger, Grafana Tempo,
+//! Langfuse, Arize Phoenix, Datadog, an OpenTelemetry Collector).
+//!
+//! One call sets it up from the standard variables (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+//! `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf` by default, or `grpc`), `OTEL_SERVICE_NAME`,
+//! `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, and the
+//! per-signal `OTEL_EXPORTER_OTLP_TRACES_*` / `_METRICS_*` forms), and keeps exporting until the
+//! value it returns is dropped:
+//!
+//! ```no_run
+//! # async fn agent() {}
+//! #[tokio::main]
+//! async fn main() -> Result<(), graphwright::otel::OtelError> {
+//!     let _telemetry = graphwright::otel::init()?; // flushes what is left when dropped
+//!     agent().await;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! A program that already has a `tracing` subscriber adds one layer to it instead:
+//!
+//! ```no_run
+//! use tracing_subscriber::layer::SubscriberExt;
+//! use tracing_subscriber::util::SubscriberInitExt;
+//!
+//! # fn main() -> Result<(), graphwright::otel::OtelError> {
+//! let telemetry = graphwright::otel::Otel::from_env().service_name("support-agent").build()?;
+//! tracing_subscriber::registry().with(telemetry.layer()).init();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! What each span carries:
+//! - `invoke_agent {graph}`: the run (`gen_ai.agent.name`, `gen_ai.conversation.id` = the
+//!   thread, `graphwright.run.status`, `graphwright.steps`, the tokens of all its model calls);
+//! - `step {n}`: a super-step (`graphwright.step`, `graphwright.tasks`);
+//! - one span per attempt of a task, named after its node (`graphwright.node`, `.task`,
+//!   `.attempt`, `.cached`, `.resumed`; an `interrupt` event when it pauses);
+//! - `chat {model}`: a model call (`gen_ai.provider.name`, `gen_ai.request.model`,
+//!   `gen_ai.request.temperature`, `gen_ai.request.max_tokens`, `gen_ai.response.id`,
+//!   `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens` / `output_tokens`,
+//!   `graphwright.prompt_hash`; a retried failure is an event);
+//! - `execute_tool {name}`: a tool call (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
+//!   `graphwright.tool.outcome`);
+//! - `checkpoint_write`: storing a checkpoint (`graphwright.checkpoint.bytes`).
+//!
+//! A failure sets its span's error status with the error's message. Prompts, completions and
+//! tool arguments and results are left out unless the run's
+//! [`CapturePolicy`](crate::log::CapturePolicy) has `messages` ([`RunConfig::capture`](crate::RunConfig::capture)).
+//! Model requests carry the model call's `traceparent`, so a tracing gateway joins the trace.
+//!
+//! With no subscriber (nothing set up) no span is built: the run pays one check per span.
+
+mod export;
+mod propagate;
+
+pub use export::{Otel, OtelError, Protocol, Telemetry, init};
+pub(crate) use propagate::inject;
+pub use propagate::{set_parent, traceparent};
