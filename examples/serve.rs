@@ -27,6 +27,11 @@
 //! `client.store.search_items(["memories"], query="what does she drink?")`. The model's key comes
 //! from the provider's usual variable (`OPENAI_API_KEY`...).
 //!
+//! Built with `--features otel` and run with `OTEL_EXPORTER_OTLP_ENDPOINT` set (an OpenTelemetry
+//! Collector, Jaeger, Phoenix...), it exports a trace per request: the request (continuing the
+//! client's `traceparent`), its run, each step, node, model call and tool call. `/metrics`
+//! serves Prometheus's text either way.
+//!
 //! With a PostgreSQL URL, start as many processes as you like on the same database: they share
 //! threads, runs and the store. `/assistants/chat/schemas` describes a graph's input, output and
 //! state with JSON Schemas made from its `#[state]` (the doc comments below become their
@@ -151,6 +156,11 @@ fn store_index(spec: &str) -> Result<IndexConfig, Box<dyn std::error::Error>> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    #[cfg(feature = "otel")]
+    let _telemetry = match std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT") {
+        Some(_) => Some(graphwright::otel::Otel::from_env().service_name("graphwright-server").init()?),
+        None => None,
+    };
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:2024".to_owned());
     let database = args.next().unwrap_or_else(|| "graphwright-serve.db".to_owned());

@@ -14,6 +14,7 @@ mod subgraphs;
 mod system;
 mod thread_stream;
 mod threads;
+mod trace;
 mod versions;
 
 use crate::app::App;
@@ -84,7 +85,9 @@ pub(crate) fn router(app: Arc<App>) -> Router {
     } else {
         router
     };
+    // Outermost of the route layers: the request's span holds its checks and its answer.
     router
+        .route_layer(axum::middleware::from_fn(trace::request))
         .fallback(system::not_found)
         // Bodies are read, and limited, by `wire::body::Body`.
         .layer(DefaultBodyLimit::disable())

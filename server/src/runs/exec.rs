@@ -11,6 +11,7 @@ use graphwright::Checkpointer;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 pub(super) struct Job {
     pub(super) app: Arc<App>,
@@ -27,6 +28,17 @@ pub(super) struct Job {
     pub(super) recorded: bool,
     /// The run's place in its user's count of runs in flight, given back as the run ends.
     pub(super) slot: Option<super::quota::Slot>,
+    /// The W3C `traceparent` of the request that made the run: its span continues that trace.
+    #[cfg_attr(not(feature = "otel"), expect(dead_code, reason = "read by the `otel` feature's span"))]
+    pub(super) traceparent: Option<String>,
+}
+
+/// The `traceparent` of the span the caller is in (a request's), when spans are exported.
+pub(super) fn traceparent_here() -> Option<String> {
+    #[cfg(feature = "otel")]
+    return graphwright::otel::traceparent(&tracing::Span::current());
+    #[cfg(not(feature = "otel"))]
+    None
 }
 
 /// How the graph part of a run ended.
@@ -58,7 +70,29 @@ impl Job {
     /// [`run`](Self::run), in the thread's turn `held` when given one (taken for runs to be
     /// executed one after the other before anything else on their thread: the runs a restarted
     /// process takes up again), which is then handed back once the run's end is recorded.
-    pub(super) async fn run_in_turn(mut self, mut held: Option<ThreadTurn>) -> Option<ThreadTurn> {
+    pub(super) async fn run_in_turn(self, held: Option<ThreadTurn>) -> Option<ThreadTurn> {
+        let span = self.span();
+        self.run_traced(held).instrument(span).await
+    }
+
+    /// The span the run executes in: a child of the request that made it, when it was traced.
+    fn span(&self) -> tracing::Span {
+        let span = tracing::info_span!(
+            "run",
+            "otel.name" = format!("run {}", self.graph_id),
+            "graphwright.run.id" = %self.live.run_id,
+            "graphwright.graph" = %self.graph_id,
+            "graphwright.assistant.id" = %self.spec.assistant_id,
+            "gen_ai.conversation.id" = %self.spec.thread_id,
+        );
+        #[cfg(feature = "otel")]
+        if let Some(traceparent) = &self.traceparent {
+            graphwright::otel::set_parent(&span, traceparent, None);
+        }
+        span
+    }
+
+    async fn run_traced(mut self, mut held: Option<ThreadTurn>) -> Option<ThreadTurn> {
         let handed = held.is_some();
         #[cfg(feature = "postgres")]
         let published = self

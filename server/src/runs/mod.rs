@@ -237,6 +237,7 @@ impl Prepared {
     ) -> Result<(Accepted, exec::Job), ApiError> {
         let Self { graph, spec, row, creates, multitask, resumable, temporary } = self;
         let (run_id, thread_id, graph_id) = (row.run_id.clone(), row.thread_id.clone(), row.graph_id.clone());
+        let traceparent = row.kwargs["traceparent"].as_str().map(str::to_owned);
         if resumed.is_none() && app.is_draining() {
             return Err(ApiError::Unavailable(
                 "this server process is shutting down and takes no new runs: send the run again (to another \
@@ -286,6 +287,7 @@ impl Prepared {
         }
         app.runs.add(&live);
         let job = exec::Job {
+            traceparent,
             app: Arc::clone(app),
             graph_id: graph_id.clone(),
             graph,
@@ -407,6 +409,8 @@ async fn taken_up(app: &Arc<App>, unfinished: crate::meta::Unfinished) -> Result
     prepared.row.run_id.clone_from(&id);
     prepared.spec.run_id = id;
     prepared.temporary = kwargs["on_completion"] == "delete";
+    // The trace of the request that made the run, not of the sweep that took it up.
+    prepared.row.kwargs["traceparent"] = kwargs["traceparent"].clone();
     app.metrics.run_resumed(&prepared.row.graph_id);
     #[cfg(feature = "postgres")]
     let published = match &app.cluster {
@@ -448,6 +452,10 @@ fn kwargs_of(body: &RunCreate) -> Value {
     });
     if let Some(cron) = &body.cron {
         kwargs["cron"] = cron.clone();
+    }
+    if let Some(traceparent) = exec::traceparent_here() {
+        // Kept with the run, so that its span continues the request's trace wherever it runs.
+        kwargs["traceparent"] = json!(traceparent);
     }
     kwargs
 }
