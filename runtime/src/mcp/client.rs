@@ -166,6 +166,7 @@ impl McpClient {
         };
         let mut request = CallToolRequestParams::new(tool.to_owned());
         request.arguments = arguments;
+        request.meta = super::trace::meta();
         let result = self.limited(&what, self.shared.peer.call_tool(request)).await?;
         content::output(self.label(), tool, result)
     }

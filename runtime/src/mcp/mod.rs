@@ -66,6 +66,7 @@ mod content;
 mod error;
 mod serve;
 mod tool;
+mod trace;
 
 pub use client::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpClient, McpConnect};
 pub use error::McpError;

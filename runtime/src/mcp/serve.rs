@@ -17,6 +17,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use tracing::Instrument;
 
 impl ToolSet {
     /// Serves the tools over MCP on this process's stdin and stdout, until the client closes
@@ -211,7 +212,8 @@ impl ServerHandler for Served {
             return Ok(content::failure(error.to_string()).into());
         }
         let rt = ToolRuntime::detached(format!("mcp-{}", serde_json::to_string(&context.id).unwrap_or_default()));
-        let run = AssertUnwindSafe(tool.call(args, &rt)).catch_unwind();
+        let span = super::trace::served_call(name, Some(&context.meta));
+        let run = AssertUnwindSafe(tool.call(args, &rt)).catch_unwind().instrument(span);
         let outcome = tokio::select! {
             outcome = run => outcome,
             () = context.ct.cancelled() => return Err(ErrorData::internal_error("the call was cancelled", None)),
