@@ -84,6 +84,7 @@ pub struct Otel {
     protocol: Option<Protocol>,
     endpoint: Option<String>,
     metrics: bool,
+    attributes: Vec<(String, String)>,
 }
 
 /// Sets up export from the standard `OTEL_*` variables and installs a global `tracing`
@@ -122,6 +123,13 @@ impl Otel {
     /// under it (`/v1/traces`, `/v1/metrics`).
     pub fn endpoint(mut self, url: impl Into<String>) -> Self {
         self.endpoint = Some(url.into());
+        self
+    }
+
+    /// Adds a resource attribute (`deployment.environment.name`, or Phoenix's
+    /// `openinference.project.name`), beside those of `OTEL_RESOURCE_ATTRIBUTES`.
+    pub fn attribute(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.attributes.push((key.into(), value.into()));
         self
     }
 
@@ -181,7 +189,8 @@ impl Otel {
         let named_by_env = env("OTEL_SERVICE_NAME").is_some()
             || env("OTEL_RESOURCE_ATTRIBUTES")
                 .is_some_and(|attrs| attrs.split(',').any(|a| a.trim().starts_with("service.name=")));
-        let builder = Resource::builder();
+        let attributes = self.attributes.iter().map(|(k, v)| opentelemetry::KeyValue::new(k.clone(), v.clone()));
+        let builder = Resource::builder().with_attributes(attributes);
         if named_by_env {
             builder.build()
         } else {
