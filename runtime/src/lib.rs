@@ -79,8 +79,11 @@ pub mod log;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod message;
+pub mod metrics;
 pub mod model;
 pub mod node;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod policy;
 pub mod prebuilt;
 pub(crate) mod pregel;

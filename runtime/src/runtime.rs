@@ -73,6 +73,9 @@ pub(crate) struct RunShared<C> {
     pub(crate) writer: Option<crate::stream::SharedWriter>,
     /// The run's event log, if it has one.
     pub(crate) log: Option<crate::log::RunLog>,
+    /// Where the run reports its model and tool calls, if anywhere (shared with the runs of
+    /// its subgraphs).
+    pub(crate) metrics: Option<Arc<dyn crate::metrics::RunMetrics>>,
     /// What the run's model calls spent, against its budget and deadline (shared with the
     /// runs of its subgraphs).
     pub(crate) meter: Arc<crate::model::Meter>,
@@ -119,7 +122,8 @@ pub(crate) struct TaskInfo {
 impl Runtime<()> {
     /// A runtime outside any graph, for calling a model (or a tool) from plain code:
     /// `model.invoke(&messages, &Runtime::detached())`. Its calls are retried and traced like
-    /// a node's; they stream nowhere, and [`usage`](Runtime::usage) sums them.
+    /// a node's (and, with the `otel` feature, counted); they stream nowhere, and
+    /// [`usage`](Runtime::usage) sums them.
     #[must_use]
     pub fn detached() -> Self {
         static NAMES: std::sync::OnceLock<Arc<[Arc<str>]>> = std::sync::OnceLock::new();
@@ -133,6 +137,7 @@ impl Runtime<()> {
             cache: None,
             writer: None,
             log: None,
+            metrics: crate::config::default_metrics(),
             meter: Arc::default(),
             storage: None,
             nested: false,
@@ -407,6 +412,7 @@ impl<C: Send + Sync> crate::model::CallContext for Runtime<C> {
             run_id: self.run.run_id,
             thread: self.thread_id(),
             log: self.run.log.as_ref(),
+            metrics: self.run.metrics.as_deref(),
         }
     }
 }

@@ -6,6 +6,7 @@ use crate::checkpoint::Checkpointer;
 use crate::command::{IntoRunInput, RunCommand, RunInput};
 use crate::config::RunConfig;
 use crate::error::GraphError;
+use crate::metrics::{RunOutcome, RunTimer};
 use crate::policy::NodePolicy;
 use crate::pregel;
 use crate::runtime::RunShared;
@@ -315,9 +316,10 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         }
         let writer = sink.map(|s| Arc::clone(s) as SharedWriter);
         let shared = self.shared(cfg, writer, run_id)?;
+        let timer = RunTimer::start(shared.metrics.as_ref(), &self.inner.name, shared.run_id, cfg.thread_id.as_deref());
         let limit = cfg.recursion_limit.unwrap_or(self.inner.recursion_limit);
         let sink = sink.map(|s| &**s);
-        match (&cfg.thread_id, input) {
+        let result = match (&cfg.thread_id, input) {
             (None, RunInput::Update(input)) => {
                 let wrote = !input.is_empty();
                 let mut state = S::default();
@@ -349,7 +351,11 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 });
                 with_deadline(cfg, run).await
             }
+        };
+        if let Some(timer) = timer {
+            timer.end(outcome(&result));
         }
+        result
     }
 
     /// Continues the thread of `cfg` from its last checkpoint: answers its pending interrupts
@@ -479,6 +485,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             cache: self.inner.cache.clone(),
             writer,
             log: cfg.log.clone(),
+            metrics: cfg.run_metrics(),
             meter: Arc::new(crate::model::Meter::new(
                 cfg.budget,
                 cfg.deadline.map(|after| tokio::time::Instant::now() + after),
@@ -496,6 +503,15 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 None => None,
             },
         }))
+    }
+}
+
+/// How a run that returned `result` ended, as its metrics say it.
+fn outcome<S>(result: &Result<RunOutput<S>, Halt<S>>) -> RunOutcome {
+    match result {
+        Ok(out) if out.is_interrupted() => RunOutcome::Interrupted,
+        Ok(_) => RunOutcome::Success,
+        Err(_) => RunOutcome::Error,
     }
 }
 

@@ -471,6 +471,7 @@ fn run_shared<CS: State, C>(
         cache: inner.cache.clone().or_else(|| rt.run.cache.clone()),
         writer,
         log: rt.run.log.clone(),
+        metrics: rt.run.metrics.clone(),
         meter: Arc::clone(&rt.run.meter),
         storage,
         nested: true,

@@ -5,6 +5,7 @@ use super::context::Scope;
 use super::{ChatModel, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, ToolCallDelta, prompt_hash};
 use crate::log::{At, LogEntryKind};
 use crate::message::Message;
+use crate::metrics::ModelCallEnded;
 use crate::stream::Written;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -42,6 +43,9 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
     }
     let started = Instant::now();
     let mut attempts = 0;
+    // A reply's usage, kept for the metrics even when the reply then fails the budget: its
+    // tokens were spent.
+    let mut used = None;
     let result = async {
         loop {
             attempts += 1;
@@ -74,6 +78,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
         }
         reply.usage.calls = 1;
         reply.message.id = Some(message_id);
+        used = Some(reply.usage);
         span.record("input_tokens", reply.usage.input_tokens);
         span.record("output_tokens", reply.usage.output_tokens);
         span.record("cached_tokens", reply.usage.cached_tokens);
@@ -104,6 +109,17 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
                 duration_ms: started.elapsed().as_millis() as u64,
             },
         );
+    }
+    if let Some(metrics) = scope.metrics {
+        metrics.model_call_ended(&ModelCallEnded {
+            provider: model.provider(),
+            model: model.model(),
+            node: scope.node,
+            usage: used,
+            attempts,
+            duration: started.elapsed(),
+            error: result.as_ref().err().map(ModelError::kind),
+        });
     }
     result
 }

@@ -34,6 +34,8 @@ pub struct Scope<'a> {
     pub(crate) run_id: u64,
     pub(crate) thread: Option<&'a str>,
     pub(crate) log: Option<&'a RunLog>,
+    /// Where the run reports the call, if anywhere.
+    pub(crate) metrics: Option<&'a dyn crate::metrics::RunMetrics>,
 }
 
 impl Scope<'_> {

@@ -133,6 +133,28 @@ pub enum ModelError {
 }
 
 impl ModelError {
+    /// The kind of failure as a short, stable word (`rate_limited`, `timeout`, `server`, ...):
+    /// what a span's `error.type` and a metric's label carry.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::RateLimited { .. } => "rate_limited",
+            Self::QuotaExhausted { .. } => "quota_exhausted",
+            Self::Overloaded { .. } => "overloaded",
+            Self::Timeout { .. } => "timeout",
+            Self::ContextLength { .. } => "context_length",
+            Self::Auth { .. } => "auth",
+            Self::BadRequest { .. } => "bad_request",
+            Self::Server { .. } => "server",
+            Self::Connect { .. } => "connect",
+            Self::Stream { .. } => "stream",
+            Self::InvalidOutput { .. } => "invalid_output",
+            Self::BudgetExceeded(_) => "budget_exceeded",
+            Self::DeadlineExceeded { .. } => "deadline_exceeded",
+            Self::Config(_) => "config",
+        }
+    }
+
     /// Whether the same request may succeed if sent again after a wait: rate limits, overload,
     /// timeouts, 5xx, a connection that failed, and a stream that broke before any of the
     /// reply arrived.

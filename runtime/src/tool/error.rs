@@ -140,6 +140,23 @@ impl ToolError {
         }
     }
 
+    /// The kind of failure as a short, stable word (`failed`, `timeout`, `unknown_tool`, ...):
+    /// what a metric's outcome label carries.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidJson { .. } => "invalid_json",
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::UnknownTool { .. } => "unknown_tool",
+            Self::DuplicateCallId { .. } => "duplicate_call_id",
+            Self::Failed { .. } => "failed",
+            Self::Panicked { .. } => "panicked",
+            Self::Timeout { .. } => "timeout",
+            Self::InvalidResult { .. } => "invalid_result",
+            Self::Injection { .. } => "injection",
+        }
+    }
+
     /// Whether the call was rejected before the tool ran (bad JSON, bad arguments, unknown
     /// tool, reused id): the model has to change the call, so it is never retried.
     #[must_use]

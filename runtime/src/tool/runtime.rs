@@ -185,6 +185,8 @@ pub struct ToolEnv {
     pub(crate) results: Option<Arc<crate::pregel::calls::CallResults>>,
     /// The run's stream, when the tools run in a task of a run streamed with `custom`.
     pub(crate) stream: Option<super::event::StreamTap>,
+    /// Where the run reports the calls, when the tools run in a task of a run with metrics.
+    pub(crate) metrics: Option<Arc<dyn crate::metrics::RunMetrics>>,
 }
 
 impl Default for ToolEnv {
@@ -197,7 +199,7 @@ impl ToolEnv {
     /// State `()` and context `()`.
     #[must_use]
     pub fn new() -> Self {
-        Self { state: Arc::new(()), context: Arc::new(()), store: None, results: None, stream: None }
+        Self { state: Arc::new(()), context: Arc::new(()), store: None, results: None, stream: None, metrics: None }
     }
 
     /// Sets the store tools reach through [`ToolRuntime::store`].
