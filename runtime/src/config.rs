@@ -254,6 +254,7 @@ impl<C> RunConfig<C> {
 /// The metrics of a run that was given none: with the `otel` feature, OpenTelemetry's global
 /// meter's (shared by every run, made again only when the application installs another meter
 /// provider); otherwise none.
+#[allow(clippy::unnecessary_wraps)] // `None` without the `otel` feature
 pub(crate) fn default_metrics() -> Option<Arc<dyn crate::metrics::RunMetrics>> {
     #[cfg(feature = "otel")]
     return Some(crate::otel::metrics::global());

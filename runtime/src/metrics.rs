@@ -261,3 +261,37 @@ impl Drop for RunTimer<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_to_a_tool_that_does_not_exist_is_labelled_unknown() {
+        let error = crate::ToolError::UnknownTool { name: "made_up".into(), suggestion: None, known: Vec::new() };
+        let call = ToolCallEnded { tool: "made_up", attempts: 0, duration: Duration::ZERO, error: Some(error.kind()) };
+        assert_eq!((call.tool_label(), call.outcome()), ("unknown", "unknown_tool"));
+        let failed = ToolCallEnded { tool: "search", error: Some("failed"), ..call };
+        assert_eq!((failed.tool_label(), failed.outcome()), ("search", "failed"));
+        let ok = ToolCallEnded { error: None, ..failed };
+        assert_eq!(ok.outcome(), "ok");
+    }
+
+    #[test]
+    fn a_dropped_timer_ends_its_run_as_cancelled() {
+        #[derive(Default)]
+        struct Ends(std::sync::Mutex<Vec<(String, RunOutcome)>>);
+        impl RunMetrics for Ends {
+            fn run_ended(&self, run: &RunEnded<'_>) {
+                self.0.lock().unwrap().push((run.graph.to_owned(), run.status));
+            }
+        }
+        let ends = Arc::new(Ends::default());
+        let metrics: Arc<dyn RunMetrics> = ends.clone();
+        RunTimer::start(Some(&metrics), "a", 1, None).unwrap().end(RunOutcome::Interrupted);
+        drop(RunTimer::start(Some(&metrics), "b", 2, Some("t")));
+        assert!(RunTimer::start(None, "c", 3, None).is_none(), "no metrics, nothing to time");
+        let seen = ends.0.lock().unwrap().clone();
+        assert_eq!(seen, [("a".to_owned(), RunOutcome::Interrupted), ("b".to_owned(), RunOutcome::Cancelled)]);
+    }
+}

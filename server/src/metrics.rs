@@ -270,12 +270,12 @@ impl Metrics {
         self.run_seconds.get_or_create(&GraphLabels { graph: graph.to_owned() }).observe(took.as_secs_f64());
     }
 
-    /// A model call of a run of `graph` ended with `outcome` after `took`, having used `usage`
-    /// when a reply came.
-    pub(crate) fn model_call(&self, graph: &str, call: ModelCall<'_>, usage: Option<Usage>, took: Duration) {
+    /// A model call of a run of `graph` ended after `duration`, having used `usage` when a
+    /// reply came.
+    pub(crate) fn model_call(&self, graph: &str, call: ModelCall<'_>, usage: Option<Usage>, duration: Duration) {
         let (graph, provider, model) = (graph.to_owned(), call.provider.to_owned(), call.model.to_owned());
         let labels = ModelLabels { graph, provider, model };
-        self.model_call_seconds.get_or_create(&labels).observe(took.as_secs_f64());
+        self.model_call_seconds.get_or_create(&labels).observe(duration.as_secs_f64());
         let ModelLabels { graph, provider, model } = labels;
         if let Some(usage) = usage {
             for (r#type, tokens) in
@@ -289,10 +289,10 @@ impl Metrics {
         self.model_calls.get_or_create(&ModelCallLabels { graph, provider, model, outcome: call.outcome }).inc();
     }
 
-    /// A call of `tool` by a run of `graph` ended with `outcome` after `took`.
-    pub(crate) fn tool_call(&self, graph: &str, tool: &str, outcome: &'static str, took: Duration) {
+    /// A call of `tool` by a run of `graph` ended with `outcome` after `duration`.
+    pub(crate) fn tool_call(&self, graph: &str, tool: &str, outcome: &'static str, duration: Duration) {
         let labels = ToolLabels { graph: graph.to_owned(), tool: tool.to_owned() };
-        self.tool_call_seconds.get_or_create(&labels).observe(took.as_secs_f64());
+        self.tool_call_seconds.get_or_create(&labels).observe(duration.as_secs_f64());
         let ToolLabels { graph, tool } = labels;
         self.tool_calls.get_or_create(&ToolCallLabels { graph, tool, outcome }).inc();
     }

@@ -110,18 +110,30 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
             },
         );
     }
+    report(&scope, model, used, attempts, started.elapsed(), &result);
+    result
+}
+
+/// Reports the call to the run's metrics, if it has any.
+fn report<M: ChatModel + ?Sized>(
+    scope: &Scope<'_>,
+    model: &M,
+    usage: Option<super::Usage>,
+    attempts: u32,
+    duration: std::time::Duration,
+    result: &Result<ModelReply, ModelError>,
+) {
     if let Some(metrics) = scope.metrics {
         metrics.model_call_ended(&ModelCallEnded {
             provider: model.provider(),
             model: model.model(),
             node: scope.node,
-            usage: used,
+            usage,
             attempts,
-            duration: started.elapsed(),
+            duration,
             error: result.as_ref().err().map(ModelError::kind),
         });
     }
-    result
 }
 
 /// One attempt, cut short by the attempt timeout and by the run's deadline.

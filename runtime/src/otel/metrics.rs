@@ -5,7 +5,7 @@ use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-/// The operation every model call is, in the GenAI conventions' words.
+/// The operation every model call is, as OpenTelemetry's conventions for generative AI name it.
 const CHAT: &str = "chat";
 
 /// A run's metrics as OpenTelemetry instruments:
@@ -31,7 +31,7 @@ const CHAT: &str = "chat";
 /// use std::sync::Arc;
 ///
 /// let meter = opentelemetry::global::meter("my-service");
-/// let cfg = RunConfig::thread("t1").metrics(Arc::new(OtelMetrics::new(&meter)));
+/// let cfg: RunConfig = RunConfig::thread("t1").metrics(Arc::new(OtelMetrics::new(&meter)));
 /// # drop(cfg);
 /// ```
 #[derive(Clone, Debug)]

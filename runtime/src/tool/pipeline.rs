@@ -88,9 +88,9 @@ async fn run_one(
         arguments: scope.redact_value(call.arguments.clone()),
     });
     let mut attempts = 0;
-    let started = tokio::time::Instant::now();
+    let started = env.metrics.as_ref().map(|metrics| (metrics, tokio::time::Instant::now()));
     let outcome = checked_run(node, call, index, duplicate_of, env, &policy, &scope, &mut attempts).await;
-    if let Some(metrics) = &env.metrics {
+    if let Some((metrics, started)) = started {
         let error = outcome.as_ref().err().map(ToolError::kind);
         metrics.tool_call_ended(&ToolCallEnded { tool: &call.name, attempts, duration: started.elapsed(), error });
     }
