@@ -232,8 +232,7 @@ impl<C> RunConfig<C> {
 
     /// Reports the run's start and end, its model calls and its tool calls (its subgraphs'
     /// included) to `metrics` (see [`crate::metrics`]). With the `otel` feature, a run without
-    /// metrics of its own reports to `otel::OtelMetrics` over
-    /// OpenTelemetry's global meter.
+    /// metrics of its own reports to `otel::OtelMetrics` over OpenTelemetry's global meter.
     #[must_use]
     pub fn metrics(mut self, metrics: Arc<dyn crate::metrics::RunMetrics>) -> Self {
         self.metrics = Some(metrics);
