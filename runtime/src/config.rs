@@ -30,6 +30,7 @@ pub struct RunConfig<C = ()> {
     pub(crate) budget: Option<crate::model::Budget>,
     pub(crate) breakpoints: Option<Arc<Breakpoints>>,
     pub(crate) user: Option<Arc<crate::AuthUser>>,
+    pub(crate) metrics: Option<Arc<dyn crate::metrics::RunMetrics>>,
 }
 
 /// Breakpoints one run adds to the graph's own, by node name (`"*"` for every node).
@@ -92,6 +93,7 @@ impl<C> Default for RunConfig<C> {
             budget: None,
             breakpoints: None,
             user: None,
+            metrics: None,
         }
     }
 }
@@ -110,6 +112,7 @@ impl<C> Clone for RunConfig<C> {
             budget: self.budget,
             breakpoints: self.breakpoints.clone(),
             user: self.user.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -128,6 +131,7 @@ impl<C> std::fmt::Debug for RunConfig<C> {
             .field("capture", &self.capture)
             .field("breakpoints", &self.breakpoints)
             .field("user", &self.user.as_ref().map(|u| &u.identity))
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -242,10 +246,35 @@ impl<C> RunConfig<C> {
         self
     }
 
+    /// Reports the run's start and end, its model calls and its tool calls (its subgraphs'
+    /// included) to `metrics` (see [`crate::metrics`]). With the `otel` feature, a run without
+    /// metrics of its own reports to `otel::OtelMetrics` over OpenTelemetry's global meter.
+    #[must_use]
+    pub fn metrics(mut self, metrics: Arc<dyn crate::metrics::RunMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// The thread id, if the run has one.
     pub fn thread_id(&self) -> Option<&str> {
         self.thread_id.as_deref()
     }
+
+    /// Where the run reports its metrics: its own, or the default.
+    pub(crate) fn run_metrics(&self) -> Option<Arc<dyn crate::metrics::RunMetrics>> {
+        self.metrics.clone().or_else(default_metrics)
+    }
+}
+
+/// The metrics of a run that was given none: with the `otel` feature, OpenTelemetry's global
+/// meter's (shared by every run, made again only when the application installs another meter
+/// provider); otherwise none.
+#[allow(clippy::unnecessary_wraps)] // `None` without the `otel` feature
+pub(crate) fn default_metrics() -> Option<Arc<dyn crate::metrics::RunMetrics>> {
+    #[cfg(feature = "otel")]
+    return Some(crate::otel::global_metrics());
+    #[cfg(not(feature = "otel"))]
+    None
 }
 
 /// When a run on a thread writes its checkpoints, as in LangGraph.

@@ -79,6 +79,7 @@ pub mod log;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod message;
+pub mod metrics;
 pub mod model;
 pub mod node;
 #[cfg(feature = "otel")]

@@ -76,6 +76,9 @@ pub(crate) struct RunShared<C> {
     /// What the run's spans may carry beyond names, timings and counts (see
     /// [`RunConfig::capture`](crate::RunConfig::capture)); none: nothing more.
     pub(crate) capture: Option<Arc<crate::log::CapturePolicy>>,
+    /// Where the run reports its model and tool calls, if anywhere (shared with the runs of
+    /// its subgraphs).
+    pub(crate) metrics: Option<Arc<dyn crate::metrics::RunMetrics>>,
     /// What the run's model calls spent, against its budget and deadline (shared with the
     /// runs of its subgraphs).
     pub(crate) meter: Arc<crate::model::Meter>,
@@ -122,7 +125,8 @@ pub(crate) struct TaskInfo {
 impl Runtime<()> {
     /// A runtime outside any graph, for calling a model (or a tool) from plain code:
     /// `model.invoke(&messages, &Runtime::detached())`. Its calls are retried and traced like
-    /// a node's; they stream nowhere, and [`usage`](Runtime::usage) sums them.
+    /// a node's (and, with the `otel` feature, counted); they stream nowhere, and
+    /// [`usage`](Runtime::usage) sums them.
     #[must_use]
     pub fn detached() -> Self {
         static NAMES: std::sync::OnceLock<Arc<[Arc<str>]>> = std::sync::OnceLock::new();
@@ -137,6 +141,7 @@ impl Runtime<()> {
             writer: None,
             log: None,
             capture: None,
+            metrics: crate::config::default_metrics(),
             meter: Arc::default(),
             storage: None,
             nested: false,
@@ -412,6 +417,7 @@ impl<C: Send + Sync> crate::model::CallContext for Runtime<C> {
             thread: self.thread_id(),
             log: self.run.log.as_ref(),
             capture: self.run.capture.as_deref(),
+            metrics: self.run.metrics.as_deref(),
         }
     }
 }

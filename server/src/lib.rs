@@ -64,7 +64,8 @@
 //! per resource and action; [`authz::OwnerIsolation`] keeps each user to the threads, runs,
 //! crons, assistants and store namespaces they made (another user's thread is 404 everywhere).
 //!
-//! `/metrics` reports runs, the queue and requests in Prometheus's text format.
+//! `/metrics` reports runs, their model calls (tokens per provider and model) and tool calls (per
+//! tool and outcome), the queue and requests in Prometheus's text format.
 //!
 //! Threads, runs and the store live in one SQLite file for one process
 //! ([`Server::sqlite`]), or with the `postgres` feature in a PostgreSQL database that several

@@ -1,12 +1,17 @@
-//! What `/metrics` reports: runs started and ended per graph, how long they took, the run
-//! queue, open streams, and the HTTP requests served, counted by this process.
+//! What `/metrics` reports: runs started and ended per graph, how long they took, their model
+//! calls (tokens per provider and model, outcomes, durations) and tool calls (per tool and
+//! outcome), the run queue, open streams, and the HTTP requests served, counted by this process.
 //!
 //! Counters live in a Prometheus registry (the Prometheus project's `prometheus-client`); the
 //! queue is read from the server's records when scraped, so with PostgreSQL it is the whole
-//! cluster's. `GET /metrics` answers Prometheus's text format; `?format=json` answers the JSON
-//! LangGraph's server gives (`queue`), with this process's counters beside it.
+//! cluster's. Model and tool calls reach it through [`GraphMetrics`], the
+//! [`RunMetrics`](graphwright::metrics::RunMetrics) each run is given. `GET /metrics` answers
+//! Prometheus's text format; `?format=json` answers the JSON LangGraph's server gives
+//! (`queue`), with this process's run counters beside it.
 
 use crate::meta::OpenRun;
+use graphwright::metrics::{ModelCallEnded, RunEnded, RunMetrics, RunStarted, ToolCallEnded};
+use graphwright::model::Usage;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,6 +32,43 @@ struct GraphLabels {
 struct EndLabels {
     graph: String,
     status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabels {
+    graph: String,
+    provider: String,
+    model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelCallLabels {
+    graph: String,
+    provider: String,
+    model: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    graph: String,
+    provider: String,
+    model: String,
+    /// `input`, `output`, or `cached` (the part of `input` the provider served from its cache).
+    r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    graph: String,
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolCallLabels {
+    graph: String,
+    tool: String,
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -107,6 +149,11 @@ pub(crate) struct Metrics {
     runs_resumed: Family<GraphLabels, Counter>,
     runs_ended: Family<EndLabels, Counter>,
     run_seconds: Family<GraphLabels, Histogram>,
+    model_calls: Family<ModelCallLabels, Counter>,
+    model_tokens: Family<TokenLabels, Counter>,
+    model_call_seconds: Family<ModelLabels, Histogram>,
+    tool_calls: Family<ToolCallLabels, Counter>,
+    tool_call_seconds: Family<ToolLabels, Histogram>,
     streams_open: Gauge,
     requests: Family<RequestLabels, Counter>,
     request_seconds: Family<RouteLabels, Histogram>,
@@ -126,6 +173,11 @@ impl Default for Metrics {
         let runs_ended = Family::default();
         let runs_resumed = Family::default();
         let run_seconds = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let model_calls = Family::default();
+        let model_tokens = Family::default();
+        let model_call_seconds = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let tool_calls = Family::default();
+        let tool_call_seconds = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
         let streams_open = Gauge::default();
         let requests = Family::default();
         let request_seconds = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
@@ -143,6 +195,31 @@ impl Default for Metrics {
             runs_ended.clone(),
         );
         registry.register("run_duration_seconds", "How long runs took to execute, per graph", run_seconds.clone());
+        registry.register(
+            "model_calls",
+            "Model calls runs made, per graph, provider, model and outcome (ok, or how the call failed)",
+            model_calls.clone(),
+        );
+        registry.register(
+            "model_tokens",
+            "Tokens model calls used, per graph, provider, model and type (input, output, and cached: the part of input served from the provider's cache)",
+            model_tokens.clone(),
+        );
+        registry.register(
+            "model_call_duration_seconds",
+            "How long model calls took, retries included, per graph, provider and model",
+            model_call_seconds.clone(),
+        );
+        registry.register(
+            "tool_calls",
+            "Tool calls runs made, per graph, tool and outcome (ok, or how the call failed); calls to a tool that does not exist count under tool \"unknown\"",
+            tool_calls.clone(),
+        );
+        registry.register(
+            "tool_call_duration_seconds",
+            "How long tool calls took, retries included, per graph and tool",
+            tool_call_seconds.clone(),
+        );
         registry.register("streams_open", "Run streams this process is sending", streams_open.clone());
         registry.register(
             "http_requests",
@@ -162,6 +239,11 @@ impl Default for Metrics {
             runs_resumed,
             runs_ended,
             run_seconds,
+            model_calls,
+            model_tokens,
+            model_call_seconds,
+            tool_calls,
+            tool_call_seconds,
             streams_open,
             requests,
             request_seconds,
@@ -186,6 +268,33 @@ impl Metrics {
     pub(crate) fn run_ended(&self, graph: &str, status: &'static str, took: Duration) {
         self.runs_ended.get_or_create(&EndLabels { graph: graph.to_owned(), status }).inc();
         self.run_seconds.get_or_create(&GraphLabels { graph: graph.to_owned() }).observe(took.as_secs_f64());
+    }
+
+    /// A model call of a run of `graph` ended after `duration`, having used `usage` when a
+    /// reply came.
+    pub(crate) fn model_call(&self, graph: &str, call: ModelCall<'_>, usage: Option<Usage>, duration: Duration) {
+        let (graph, provider, model) = (graph.to_owned(), call.provider.to_owned(), call.model.to_owned());
+        let labels = ModelLabels { graph, provider, model };
+        self.model_call_seconds.get_or_create(&labels).observe(duration.as_secs_f64());
+        let ModelLabels { graph, provider, model } = labels;
+        if let Some(usage) = usage {
+            for (r#type, tokens) in
+                [("input", usage.input_tokens), ("output", usage.output_tokens), ("cached", usage.cached_tokens)]
+            {
+                let labels =
+                    TokenLabels { graph: graph.clone(), provider: provider.clone(), model: model.clone(), r#type };
+                self.model_tokens.get_or_create(&labels).inc_by(tokens);
+            }
+        }
+        self.model_calls.get_or_create(&ModelCallLabels { graph, provider, model, outcome: call.outcome }).inc();
+    }
+
+    /// A call of `tool` by a run of `graph` ended with `outcome` after `duration`.
+    pub(crate) fn tool_call(&self, graph: &str, tool: &str, outcome: &'static str, duration: Duration) {
+        let labels = ToolLabels { graph: graph.to_owned(), tool: tool.to_owned() };
+        self.tool_call_seconds.get_or_create(&labels).observe(duration.as_secs_f64());
+        let ToolLabels { graph, tool } = labels;
+        self.tool_calls.get_or_create(&ToolCallLabels { graph, tool, outcome }).inc();
     }
 
     /// Counts a stream as open until the returned guard is dropped.
@@ -239,6 +348,70 @@ impl Metrics {
     pub(crate) const UNMATCHED: &str = "unmatched";
 }
 
+/// Which model a call went to, and how it ended (`ok`, or how it failed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ModelCall<'a> {
+    pub(crate) provider: &'a str,
+    pub(crate) model: &'a str,
+    pub(crate) outcome: &'static str,
+}
+
+/// What a run of one graph reports its model and tool calls to: the server's registry, under
+/// the graph's name. The run's start and end are counted by the server itself, which also
+/// sees runs the graph never ran (cancelled before their turn, rolled back).
+/// With the `otel` feature the same events also go to OpenTelemetry's instruments, as a run
+/// given no metrics of its own reports them.
+pub(crate) struct GraphMetrics {
+    metrics: Arc<Metrics>,
+    graph: String,
+    otel: Option<Arc<dyn RunMetrics>>,
+}
+
+impl GraphMetrics {
+    pub(crate) fn new(metrics: Arc<Metrics>, graph: &str) -> Self {
+        #[cfg(feature = "otel")]
+        let otel = Some(graphwright::otel::global_metrics());
+        #[cfg(not(feature = "otel"))]
+        let otel = None;
+        Self { metrics, graph: graph.to_owned(), otel }
+    }
+}
+
+impl std::fmt::Debug for GraphMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphMetrics").field("graph", &self.graph).finish_non_exhaustive()
+    }
+}
+
+impl RunMetrics for GraphMetrics {
+    fn run_started(&self, run: &RunStarted<'_>) {
+        if let Some(otel) = &self.otel {
+            otel.run_started(run);
+        }
+    }
+
+    fn run_ended(&self, run: &RunEnded<'_>) {
+        if let Some(otel) = &self.otel {
+            otel.run_ended(run);
+        }
+    }
+
+    fn model_call_ended(&self, call: &ModelCallEnded<'_>) {
+        let model = ModelCall { provider: call.provider, model: call.model, outcome: call.outcome() };
+        self.metrics.model_call(&self.graph, model, call.usage, call.duration);
+        if let Some(otel) = &self.otel {
+            otel.model_call_ended(call);
+        }
+    }
+
+    fn tool_call_ended(&self, call: &ToolCallEnded<'_>) {
+        self.metrics.tool_call(&self.graph, call.tool_label(), call.outcome(), call.duration);
+        if let Some(otel) = &self.otel {
+            otel.tool_call_ended(call);
+        }
+    }
+}
+
 /// An open stream, counted until dropped.
 pub(crate) struct OpenStream(Arc<Metrics>);
 
@@ -282,6 +455,13 @@ mod tests {
         metrics.run_resumed("chat");
         metrics.run_ended("chat", "success", Duration::from_millis(20));
         metrics.request("POST", "/runs/wait", 200, Duration::from_millis(21));
+        let ok = ModelCall { provider: "openai", model: "gpt-x", outcome: "ok" };
+        let usage = Usage::tokens(100, 20).with_cached(60);
+        metrics.model_call("chat", ok, Some(usage), Duration::from_millis(300));
+        metrics.model_call("chat", ok, Some(usage), Duration::from_millis(300));
+        metrics.model_call("chat", ModelCall { outcome: "rate_limited", ..ok }, None, Duration::from_secs(2));
+        metrics.tool_call("chat", "search", "ok", Duration::from_millis(5));
+        metrics.tool_call("chat", "search", "timeout", Duration::from_secs(10));
         let stream = metrics.stream_opened();
         let queue = QueueStats { pending: 2, running: 1, ..QueueStats::default() };
         let text = metrics.prometheus(&queue);
@@ -294,6 +474,15 @@ mod tests {
             "graphwright_http_requests_total{method=\"POST\",route=\"/runs/wait\",status=\"200\"} 1",
             "graphwright_queue_pending_runs 2",
             "graphwright_queue_running_runs 1",
+            "graphwright_model_calls_total{graph=\"chat\",provider=\"openai\",model=\"gpt-x\",outcome=\"ok\"} 2",
+            "graphwright_model_calls_total{graph=\"chat\",provider=\"openai\",model=\"gpt-x\",outcome=\"rate_limited\"} 1",
+            "graphwright_model_tokens_total{graph=\"chat\",provider=\"openai\",model=\"gpt-x\",type=\"input\"} 200",
+            "graphwright_model_tokens_total{graph=\"chat\",provider=\"openai\",model=\"gpt-x\",type=\"output\"} 40",
+            "graphwright_model_tokens_total{graph=\"chat\",provider=\"openai\",model=\"gpt-x\",type=\"cached\"} 120",
+            "graphwright_model_call_duration_seconds_count{graph=\"chat\",provider=\"openai\",model=\"gpt-x\"} 3",
+            "graphwright_tool_calls_total{graph=\"chat\",tool=\"search\",outcome=\"ok\"} 1",
+            "graphwright_tool_calls_total{graph=\"chat\",tool=\"search\",outcome=\"timeout\"} 1",
+            "graphwright_tool_call_duration_seconds_count{graph=\"chat\",tool=\"search\"} 2",
         ] {
             assert!(text.contains(line), "{line} is missing from:\n{text}");
         }

@@ -6,6 +6,7 @@ use crate::checkpoint::Checkpointer;
 use crate::command::{IntoRunInput, RunCommand, RunInput};
 use crate::config::RunConfig;
 use crate::error::GraphError;
+use crate::metrics::{RunOutcome, RunTimer};
 use crate::policy::NodePolicy;
 use crate::pregel;
 use crate::runtime::RunShared;
@@ -316,9 +317,13 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         }
         let writer = sink.map(|s| Arc::clone(s) as SharedWriter);
         let shared = self.shared(cfg, writer, run_id)?;
+        let timer = RunTimer::start(shared.metrics.as_ref(), &self.inner.name, shared.run_id, cfg.thread_id.as_deref());
         let span = crate::pregel::span::run(&self.inner.name, cfg.thread_id.as_deref(), shared.run_id);
         let result = self.run_as_given(input, cfg, shared, sink.map(|s| &**s)).instrument(span.clone()).await;
         crate::pregel::span::record_run(&span, &result);
+        if let Some(timer) = timer {
+            timer.end(outcome(&result));
+        }
         result
     }
 
@@ -494,6 +499,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             writer,
             log: cfg.log.clone(),
             capture: cfg.capture.clone().or_else(|| cfg.log.as_ref().map(|log| Arc::clone(&log.policy))),
+            metrics: cfg.run_metrics(),
             meter: Arc::new(crate::model::Meter::new(
                 cfg.budget,
                 cfg.deadline.map(|after| tokio::time::Instant::now() + after),
@@ -511,6 +517,15 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 None => None,
             },
         }))
+    }
+}
+
+/// How a run that returned `result` ended, as its metrics say it.
+fn outcome<S>(result: &Result<RunOutput<S>, Halt<S>>) -> RunOutcome {
+    match result {
+        Ok(out) if out.is_interrupted() => RunOutcome::Interrupted,
+        Ok(_) => RunOutcome::Success,
+        Err(_) => RunOutcome::Error,
     }
 }
 

@@ -472,6 +472,7 @@ fn run_shared<CS: State, C>(
         writer,
         log: rt.run.log.clone(),
         capture: rt.run.capture.clone(),
+        metrics: rt.run.metrics.clone(),
         meter: Arc::clone(&rt.run.meter),
         storage,
         nested: true,

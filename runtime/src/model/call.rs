@@ -5,6 +5,7 @@ use super::context::Scope;
 use super::{ChatModel, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, ToolCallDelta, prompt_hash};
 use crate::log::{At, LogEntryKind};
 use crate::message::Message;
+use crate::metrics::ModelCallEnded;
 use crate::stream::Written;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -31,6 +32,9 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
     super::span::record_prompt(&span, &scope, messages);
     let started = Instant::now();
     let mut attempts = 0;
+    // A reply's usage, kept for the metrics even when the reply then fails the budget: its
+    // tokens were spent.
+    let mut used = None;
     let result = async {
         loop {
             attempts += 1;
@@ -63,6 +67,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
         }
         reply.usage.calls = 1;
         reply.message.id = Some(message_id);
+        used = Some(reply.usage);
         super::span::record_reply(&span, &scope, &reply);
         scope.meter.charge(reply.usage)?;
         if let Some(writer) = scope.writer.filter(|_| watched) {
@@ -94,7 +99,30 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
             },
         );
     }
+    report(&scope, model, used, attempts, started.elapsed(), &result);
     result
+}
+
+/// Reports the call to the run's metrics, if it has any.
+fn report<M: ChatModel + ?Sized>(
+    scope: &Scope<'_>,
+    model: &M,
+    usage: Option<super::Usage>,
+    attempts: u32,
+    duration: std::time::Duration,
+    result: &Result<ModelReply, ModelError>,
+) {
+    if let Some(metrics) = scope.metrics {
+        metrics.model_call_ended(&ModelCallEnded {
+            provider: model.provider(),
+            model: model.model(),
+            node: scope.node,
+            usage,
+            attempts,
+            duration,
+            error: result.as_ref().err().map(ModelError::kind),
+        });
+    }
 }
 
 /// One attempt, cut short by the attempt timeout and by the run's deadline.

@@ -36,6 +36,8 @@ pub struct Scope<'a> {
     pub(crate) log: Option<&'a RunLog>,
     /// What the call's span may carry beyond counts (prompts and completions).
     pub(crate) capture: Option<&'a crate::log::CapturePolicy>,
+    /// Where the run reports the call, if anywhere.
+    pub(crate) metrics: Option<&'a dyn crate::metrics::RunMetrics>,
 }
 
 impl Scope<'_> {

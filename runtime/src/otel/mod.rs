@@ -51,10 +51,19 @@
 //! Model requests carry the model call's `traceparent`, so a tracing gateway joins the trace.
 //!
 //! With no subscriber (nothing set up) no span is built: the run pays one check per span.
+//!
+//! Metrics: every run without metrics of its own ([`RunConfig::metrics`](crate::RunConfig::metrics))
+//! reports to [`OtelMetrics`] over the global meter provider, which [`Otel::build`] installs (or
+//! the application, with `opentelemetry::global::set_meter_provider`); until one is installed the
+//! instruments do nothing. They are named after OpenTelemetry's GenAI conventions where those
+//! name one (`gen_ai.client.token.usage`, `gen_ai.client.operation.duration`), and
+//! `graphwright.*` where they do not (runs, tool calls).
 
 mod export;
+pub(crate) mod metrics;
 mod propagate;
 
 pub use export::{Otel, OtelError, Protocol, Telemetry, init};
+pub use metrics::{OtelMetrics, global_metrics};
 pub(crate) use propagate::inject;
 pub use propagate::{set_parent, traceparent};

@@ -165,6 +165,7 @@ impl ToolNode {
         let mut env = env.shared_context(Arc::clone(&rt.run.context));
         env.results.clone_from(&rt.results);
         env.capture.clone_from(&rt.run.capture);
+        env.metrics.clone_from(&rt.run.metrics);
         env.stream = rt.run.writer.as_ref().filter(|w| w.modes().contains(crate::StreamMode::Custom)).map(|writer| {
             super::event::StreamTap { writer: Arc::clone(writer), node: Arc::from(rt.node()), step: rt.step() }
         });

@@ -9,6 +9,7 @@ use super::runtime::ToolEnv;
 use super::{Tool, ToolError, support, validate};
 use crate::error::NodeError;
 use crate::message::{Message, ToolCall, fresh_id};
+use crate::metrics::ToolCallEnded;
 use futures::FutureExt;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -88,8 +89,13 @@ async fn run_one(
         arguments: scope.redact_value(call.arguments.clone()),
     });
     let mut attempts = 0;
+    let started = env.metrics.as_ref().map(|metrics| (metrics, tokio::time::Instant::now()));
     let outcome = checked_run(node, call, index, duplicate_of, env, &policy, &scope, &mut attempts).await;
     super::span::record_outcome(&tracing::Span::current(), env, &outcome, attempts);
+    if let Some((metrics, started)) = started {
+        let error = outcome.as_ref().err().map(ToolError::kind);
+        metrics.tool_call_ended(&ToolCallEnded { tool: &call.name, attempts, duration: started.elapsed(), error });
+    }
     let (content, is_error) = match outcome {
         Ok(output) => (output.into_content(), false),
         Err(error) => {

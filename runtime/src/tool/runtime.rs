@@ -187,6 +187,8 @@ pub struct ToolEnv {
     pub(crate) stream: Option<super::event::StreamTap>,
     /// What the calls' spans may carry beyond names and outcomes (arguments and results).
     pub(crate) capture: Option<Arc<crate::log::CapturePolicy>>,
+    /// Where the run reports the calls, when the tools run in a task of a run with metrics.
+    pub(crate) metrics: Option<Arc<dyn crate::metrics::RunMetrics>>,
 }
 
 impl Default for ToolEnv {
@@ -199,7 +201,15 @@ impl ToolEnv {
     /// State `()` and context `()`.
     #[must_use]
     pub fn new() -> Self {
-        Self { state: Arc::new(()), context: Arc::new(()), store: None, results: None, stream: None, capture: None }
+        Self {
+            state: Arc::new(()),
+            context: Arc::new(()),
+            store: None,
+            results: None,
+            stream: None,
+            capture: None,
+            metrics: None,
+        }
     }
 
     /// Sets the store tools reach through [`ToolRuntime::store`].

@@ -14,6 +14,7 @@ use crate::authz::gate::Gate;
 use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::meta::RunRow;
+use crate::metrics::GraphMetrics;
 use crate::served::{RunSpec, Served, Start};
 use request::{Multitask, RunCreate};
 use serde_json::{Map, Value, json};
@@ -169,6 +170,7 @@ pub(crate) async fn prepare(app: &App, thread: Option<String>, body: &RunCreate)
         interrupt_before: body.interrupt_before(),
         interrupt_after: body.interrupt_after(),
         user: body.user.clone(),
+        metrics: Arc::new(GraphMetrics::new(Arc::clone(&app.metrics), &graph_id)),
     };
     graph.validate(&spec)?;
     let metadata = body.metadata.clone().unwrap_or_else(|| json!({}));

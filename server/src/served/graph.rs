@@ -56,7 +56,7 @@ impl<S: State, C: DeserializeOwned + Send + Sync + 'static> Handle<S, C> {
     }
 
     fn config(spec: &RunSpec) -> Result<RunConfig<C>, ApiError> {
-        let mut cfg = RunConfig::thread(spec.thread_id.as_str());
+        let mut cfg = RunConfig::thread(spec.thread_id.as_str()).metrics(spec.metrics.clone());
         if let Some(context) = spec.context.clone().filter(|c| !is_empty(c)) {
             let context = serde_json::from_value(context)
                 .map_err(|e| ApiError::Invalid(format!("the context does not fit the graph's context type: {e}")))?;

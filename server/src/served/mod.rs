@@ -72,6 +72,8 @@ pub(crate) struct RunSpec {
     pub(crate) interrupt_after: Vec<String>,
     /// The authenticated caller who started the run.
     pub(crate) user: Option<Arc<graphwright::AuthUser>>,
+    /// Where the run reports its model and tool calls (`/metrics`).
+    pub(crate) metrics: Arc<crate::metrics::GraphMetrics>,
 }
 
 /// One event on a run's stream, named as the wire names it (`values`, `updates|node:task`, ..).
