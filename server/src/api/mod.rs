@@ -4,6 +4,7 @@ mod a2a;
 mod assistants;
 mod crons;
 mod docs;
+mod drawing;
 mod mcp;
 mod page;
 mod respond;
@@ -36,7 +37,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/assistants/search", post(assistants::search))
         .route("/assistants/count", post(assistants::count))
         .route("/assistants/{id}", get(assistants::get).patch(assistants::update).delete(assistants::delete))
-        .route("/assistants/{id}/graph", get(assistants::graph))
+        .route("/assistants/{id}/graph", get(drawing::get))
         .route("/assistants/{id}/schemas", get(assistants::schemas))
         .route("/assistants/{id}/subgraphs", get(subgraphs::all))
         .route("/assistants/{id}/subgraphs/{namespace}", get(subgraphs::at))
