@@ -103,7 +103,7 @@ const OPERATIONS: &[Group] = &[
             ("GET", "/info", "server version and flags"),
             ("GET", "/metrics", "Prometheus metrics (format=json: LangGraph's figures)"),
             ("GET", "/docs", "this page"),
-            ("GET", "/", "a chat page to try the graphs"),
+            ("GET", "/", "the studio: a graph drawn, its runs, its thread's checkpoints, a chat"),
         ],
     ),
 ];

@@ -6,7 +6,7 @@ mod crons;
 mod docs;
 mod drawing;
 mod mcp;
-mod page;
+pub(crate) mod page;
 mod respond;
 mod runs;
 mod storage;
@@ -26,9 +26,7 @@ use std::sync::Arc;
 /// Every route, over `app`.
 pub(crate) fn router(app: Arc<App>) -> Router {
     let router = Router::new()
-        .route("/", get(page::index))
-        .route("/ui/app.js", get(page::script))
-        .route("/ui/style.css", get(page::style))
+        .merge(page::routes())
         .route("/ok", get(system::ok))
         .route("/info", get(system::info))
         .route("/metrics", get(system::metrics))
