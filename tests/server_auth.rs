@@ -192,10 +192,13 @@ async fn api_keys_let_in_their_holders_as_their_users() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_checks_the_chat_page_and_preflights_are_open() {
     let addr = serve(Server::new().auth(ApiKeys::new().key(API_KEY, AuthUser::new("ada")))).await;
-    for path in ["/ok", "/", "/ui/app.js", "/ui/style.css"] {
+    let page = ["/", "/ui/style.css", "/ui/app.js", "/ui/api.js", "/ui/layout.js", "/ui/graph.js", "/ui/timeline.js"];
+    for path in std::iter::once("/ok").chain(page) {
         let answer = get(addr, path, &[]).await;
         assert_eq!(answer.status, 200, "{path}: {}", answer.text);
     }
+    // Only the page's own files: any other path under `/ui/` asks for credentials.
+    assert_eq!(get(addr, "/ui/other.js", &[]).await.status, 401);
     let preflight = send(
         addr,
         "OPTIONS",

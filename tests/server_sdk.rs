@@ -5,7 +5,9 @@
 //! input. With the JavaScript client (`@langchain/langgraph-sdk`, `tests/server/js_scenarios.mjs`):
 //! a streamed run as chat UIs request it, subgraph events, the `events` mode, joining a thread's
 //! stream, interrupt and resume, thread search and history, assistant versions and subgraph
-//! schemas. This file serves the graphs they use and runs them.
+//! schemas. In headless Chromium: the chat at `/` (`tests/server/page_check.mjs`) and the studio
+//! around it (`tests/server/studio_check.mjs`). This file serves the graphs they use and runs
+//! them.
 //!
 //! `scripts/test` prepares both clients: `GRAPHWRIGHT_TEST_PYTHON` names the interpreter of a
 //! virtualenv holding `langgraph-sdk`, `GRAPHWRIGHT_TEST_JS_SDK` a folder whose `node_modules`
@@ -191,6 +193,42 @@ mod layered {
     }
 }
 
+/// The studio's graph: a conditional edge (`triage` ends the run when there is no topic) and a
+/// subgraph node (`research` runs `nested`, which runs `inner` in turn), then a report on the
+/// topic.
+#[graph]
+mod desk {
+    use graphwright::prelude::*;
+
+    /// A topic researched.
+    #[state]
+    pub struct State {
+        /// What to research.
+        pub topic: String,
+        #[reducer(append)]
+        pub trail: Vec<String>,
+    }
+
+    #[node(entry, next = research | END, route = after_triage)]
+    fn triage(state: &State) -> StateUpdate {
+        StateUpdate::new().trail(vec![format!("triage: {}", state.topic)])
+    }
+
+    fn after_triage(state: &State) -> TriageNext {
+        if state.topic.is_empty() { TriageNext::End } else { TriageNext::Research }
+    }
+
+    #[node(subgraph, next = report)]
+    fn research() -> StateGraph<super::nested::State> {
+        super::nested::graph()
+    }
+
+    #[node(next = END)]
+    fn report(state: &State) -> StateUpdate {
+        StateUpdate::new().trail(vec![format!("report: {}", state.topic)])
+    }
+}
+
 /// Who ships a parcel: the run's context.
 #[derive(Clone, Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct Shipper {
@@ -257,6 +295,18 @@ impl From<&layered::State> for nested::State {
 }
 
 impl From<nested::State> for layered::StateUpdate {
+    fn from(child: nested::State) -> Self {
+        Self::new().trail(Overwrite(child.trail))
+    }
+}
+
+impl From<&desk::State> for nested::State {
+    fn from(parent: &desk::State) -> Self {
+        Self { trail: parent.trail.clone() }
+    }
+}
+
+impl From<nested::State> for desk::StateUpdate {
     fn from(child: nested::State) -> Self {
         Self::new().trail(Overwrite(child.trail))
     }
@@ -645,6 +695,64 @@ async fn chat_page_in_headless_chromium() {
         "the tool's result is not drawn: see {}",
         picture.display()
     );
+}
+
+/// The studio at `/` in headless Chromium, scenario by scenario (`tests/server/studio_check.mjs`):
+/// the graph drawn with its conditional edges dashed and its subgraphs opened and folded, nodes
+/// lit as a run's events arrive, the thread's checkpoints listed and shown, a bad edit refused,
+/// a field edited and the thread forked there, runs from a checkpoint, and the tokens and tool
+/// outcomes beside their nodes. Then, through the API, the checkpoint the page forked holds the
+/// edited value and the run from it reported on it; and the screenshots (`target/tmp/studio-*.png`)
+/// show the running node lit, the checkpoint picked, and the nodes that ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn studio_in_headless_chromium() {
+    let chromium = prepared("GRAPHWRIGHT_TEST_CHROMIUM", "Debian's chromium");
+    let node = prepared("GRAPHWRIGHT_TEST_JS_SDK", "playwright-core");
+    let dir = tempfile::tempdir().unwrap();
+    let server = with_graphs(Server::new()).graph("desk", desk::graph().compile().unwrap());
+    let addr = serve_with(server.sqlite(dir.path().join("server.db"))).await;
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/server/studio_check.mjs");
+    let args = [script.to_owned(), format!("http://{addr}"), node, chromium, shots.display().to_string()];
+    let run = tokio::task::spawn_blocking(move || Command::new("node").args(args).output().expect("node starts"));
+    let output = tokio::time::timeout(Duration::from_mins(4), run).await.expect("the studio's scenarios end").unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "the studio's scenarios failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.trim_end().ends_with("all scenarios passed"), "{stdout}");
+
+    let named: Value =
+        stdout.lines().find_map(|line| serde_json::from_str(line).ok()).expect("the thread and the fork");
+    let (thread, fork) = (named["thread"].as_str().unwrap(), named["fork"].as_str().unwrap());
+    let (status, at_fork) =
+        call(addr, reqwest::Method::GET, &format!("/threads/{thread}/state/{fork}"), Value::Null).await;
+    assert_eq!(status, 200, "{at_fork}");
+    assert_eq!((&at_fork["values"]["topic"], &at_fork["metadata"]["source"]), (&json!("moon"), &json!("update")));
+    let (_, history) =
+        call(addr, reqwest::Method::POST, &format!("/threads/{thread}/history"), json!({"limit": 100})).await;
+    let history = history.as_array().unwrap();
+    let after_fork =
+        history.iter().find(|s| s["parent_checkpoint"]["checkpoint_id"] == fork).expect("a run from the fork");
+    assert_eq!(after_fork["values"]["topic"], "moon");
+    assert!(
+        history.iter().any(|s| s["values"]["trail"].as_array().and_then(|t| t.last()) == Some(&json!("report: moon")))
+    );
+
+    // The running node's fill (#ffd95e), the checkpoint picked (#2f5bd3), and the fill of the
+    // nodes that ran (#e3f1e3), each drawn.
+    for (picture, rgb, least) in [
+        ("studio-running.png", [0xff, 0xd9, 0x5e], 800),
+        ("studio-timeline.png", [0x2f, 0x5b, 0xd3], 3000),
+        ("studio-forecast.png", [0xe3, 0xf1, 0xe3], 1500),
+    ] {
+        let path = shots.join(picture);
+        let found = pixels_of(&path, rgb);
+        assert!(found >= least, "{found} pixels of {rgb:02x?} in {}, fewer than {least}", path.display());
+    }
 }
 
 #[cfg(feature = "postgres")]

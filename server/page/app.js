@@ -1,43 +1,40 @@
-// The chat page: streams a thread's runs from the Agent Server API (the same endpoints
-// LangGraph's clients call) and shows messages as they arrive, tool calls, and interrupts.
+// The studio's page: the chosen graph drawn (graph.js, laid out by layout.js), the thread's
+// checkpoints to pick, edit, fork and run from (timeline.js), and a chat that streams the
+// thread's runs from the Agent Server API (the same endpoints LangGraph's clients call) and shows
+// messages as they arrive, tool calls, and interrupts to answer. Runs stream `values`,
+// `messages-tuple` and `updates` for the chat, and `tasks` and `events` (with subgraphs) for the
+// graph's lights and notes. Plain ES modules served as they are: no build step.
 //
 // Query parameters: `graph` picks the graph, `thread` opens a thread, and `message` sends a
 // first message once the page has loaded. A server with authentication answers 401: the page
 // then asks for an API key, keeps it for the tab (sessionStorage, never in the URL) and sends it
-// as `x-api-key`, as LangGraph's clients do.
-"use strict";
+// as `x-api-key`, as LangGraph's clients do (api.js).
+
+import { api, headers, KEY, Unauthorized } from "./api.js";
+import { GraphView } from "./graph.js";
+import { Timeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 let threadId = params.get("thread");
 // Messages streamed token by token, by message id, until the run's values replace them.
 const streaming = new Map();
-const KEY = "graphwright-api-key";
-
-// The request's headers: JSON when there is a body, and the API key when one was given.
-function headers(json) {
-  const out = json ? { "content-type": "application/json" } : {};
-  const key = sessionStorage.getItem(KEY);
-  if (key) out["x-api-key"] = key;
-  return out;
-}
-
-// A request the server refused for want of credentials.
-class Unauthorized extends Error {}
-
-async function api(path, body, method) {
-  const response = await fetch(path, {
-    method: method ?? (body === undefined ? "GET" : "POST"),
-    headers: headers(body !== undefined),
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  const data = text ? JSON.parse(text) : null;
-  const message = data?.detail ?? `${response.status} ${response.statusText}`;
-  if (response.status === 401) throw new Unauthorized(message);
-  if (!response.ok) throw new Error(message);
-  return data;
-}
+const graph = new GraphView($("graph"), $("graph-status"));
+const timeline = new Timeline(
+  {
+    list: $("timeline"),
+    form: $("checkpoint"),
+    fields: $("fields"),
+    title: $("checkpoint-title"),
+    status: $("checkpoint-status"),
+    replay: $("replay"),
+  },
+  {
+    select: (state) => graph.showNext(state?.next ?? []),
+    fork: () => showLatest().catch((error) => status(String(error.message ?? error), true)),
+    replay: (checkpointId) => run({ input: null, checkpoint_id: checkpointId }),
+  },
+);
 
 // Shows the key form with the server's reason, and resolves once a key is given.
 function askForKey(reason) {
@@ -122,7 +119,12 @@ function onChunk([chunk]) {
   item.textContent += textOf(chunk.content);
 }
 
-function onEvent(event, data) {
+// One streamed event, named `mode` or `mode|namespace` (a subgraph's): the graph sees all of
+// them, the chat only the run's own graph's.
+function onEvent(name, data) {
+  const [event, ...namespace] = name.split("|");
+  graph.onEvent(event, namespace, data);
+  if (namespace.length) return;
   if (event === "values") renderValues(data);
   else if (event === "messages") onChunk(data);
   else if (event === "updates" && data.__interrupt__) showInterrupt(data.__interrupt__);
@@ -170,8 +172,10 @@ function showThread() {
 
 async function run(body) {
   $("send").disabled = true;
+  $("replay").disabled = true;
   $("interrupt").hidden = true;
   status("running…");
+  graph.startRun();
   try {
     const thread = await ensureThread();
     const response = await fetch(`/threads/${thread}/runs/stream`, {
@@ -179,7 +183,8 @@ async function run(body) {
       headers: headers(true),
       body: JSON.stringify({
         assistant_id: $("assistant").value,
-        stream_mode: ["values", "messages-tuple", "updates"],
+        stream_mode: ["values", "messages-tuple", "updates", "tasks", "events"],
+        stream_subgraphs: true,
         ...body,
       }),
     });
@@ -187,10 +192,12 @@ async function run(body) {
     await readEvents(response);
     const after = await api(`/threads/${thread}`);
     if ($("status").className !== "error") status(`thread ${after.status}`);
+    await timeline.load(thread);
   } catch (error) {
     status(String(error.message ?? error), true);
   } finally {
     $("send").disabled = false;
+    $("replay").disabled = false;
   }
 }
 
@@ -215,9 +222,17 @@ function answerOf(text) {
 
 async function loadThread() {
   if (!threadId) return;
+  const state = await showLatest();
+  if (state.next.length) showInterrupt(state.interrupts);
+}
+
+// Shows the thread's latest values: after a fork, the fork's (it waits to be run from, not
+// answered).
+async function showLatest() {
   const state = await api(`/threads/${threadId}/state`);
   renderValues(state.values);
-  if (state.next.length) showInterrupt(state.interrupts);
+  $("interrupt").hidden = true;
+  return state;
 }
 
 // The graphs served, asking for a key for as long as the server refuses the one given.
@@ -237,9 +252,11 @@ async function start() {
   for (const assistant of assistants) {
     $("assistant").append(new Option(assistant.graph_id, assistant.assistant_id));
   }
-  const graph = params.get("graph");
-  const chosen = assistants.find((a) => a.graph_id === graph);
+  const wanted = params.get("graph");
+  const chosen = assistants.find((a) => a.graph_id === wanted);
   if (chosen) $("assistant").value = chosen.assistant_id;
+  $("assistant").addEventListener("change", () => graph.load($("assistant").value));
+  const drawn = graph.load($("assistant").value);
 
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -260,9 +277,13 @@ async function start() {
     renderValues({});
     $("interrupt").hidden = true;
     status("");
+    graph.startRun();
+    timeline.load(null);
   });
   showThread();
+  await drawn;
   await loadThread();
+  await timeline.load(threadId);
   const first = params.get("message");
   if (first) await run({ input: inputOf(first) });
 }

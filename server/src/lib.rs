@@ -42,7 +42,8 @@
 //!     print(part.event, part.data)
 //! ```
 //!
-//! A browser pointed at the server's root gets a small chat page for trying a graph:
+//! A browser pointed at the server's root gets a small studio for trying a graph (drawn, its
+//! runs streamed node by node, its thread's checkpoints to inspect and fork, and a chat):
 //! `http://127.0.0.1:2024/?graph=echo&message=hi` opens it and sends a first message. Chat front
 //! ends served from other ports of this machine (LangGraph's agent-chat-ui, say) may call the
 //! server from the browser; pages of other websites may not, unless [`Server::cors`] names them:
@@ -53,7 +54,7 @@
 //! let server = Server::new().cors(Cors::loopback().allow_origin("https://chat.example.com"));
 //! ```
 //!
-//! With [`Server::auth`], every request but `GET /ok`, the chat page's files and CORS preflights
+//! With [`Server::auth`], every request but `GET /ok`, the studio page's files and CORS preflights
 //! must carry credentials the authenticator accepts ([`ApiKeys`] for the `x-api-key` header
 //! LangGraph's clients send, [`Jwt`] for bearer tokens, or an async function of an
 //! [`AuthRequest`]); nodes see the caller as [`Runtime::user`](graphwright::Runtime::user). Without

@@ -279,8 +279,8 @@ impl Server {
     /// Authenticates every request with `authenticator` before it reaches a route: a request it
     /// refuses is answered 401 with a `WWW-Authenticate` challenge and `{"detail": reason}`, and
     /// the runs a request it lets in starts see its user as
-    /// [`Runtime::user`](graphwright::Runtime::user). `GET /ok`, the chat page's files (`/`,
-    /// `/ui/*`) and CORS preflights are let in without credentials; `/info` reports
+    /// [`Runtime::user`](graphwright::Runtime::user). `GET /ok`, the studio page's files (`/`,
+    /// its scripts and style under `/ui/`) and CORS preflights are let in without credentials; `/info` reports
     /// `"flags": {"auth": true}`. The credentials themselves (`Authorization`, `x-api-key`) are
     /// taken off the request once it is let in, so they reach no handler, log or record.
     ///

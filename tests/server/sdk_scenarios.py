@@ -975,6 +975,34 @@ async def assistant_versions():
 
 
 @scenario
+async def graph_xray():
+    """`xray` draws subgraph nodes as the graphs they run, as many levels down as asked: their
+    nodes as `node:inner`, reached and left by the subgraph node's edges."""
+
+    def shape(drawing):
+        nodes = [(n["id"], n.get("metadata", {}).get("subgraph")) for n in drawing["nodes"]]
+        edges = {(e["source"], e["target"], e["conditional"]) for e in drawing["edges"]}
+        return nodes, edges
+
+    flat = shape(await client.assistants.get_graph("layered"))
+    assert flat == shape(await client.assistants.get_graph("layered", xray=0)), "depth 0 draws no subgraph"
+    assert flat[0] == [("__start__", None), ("outer", True), ("__end__", None)], flat
+    nodes, edges = shape(await client.assistants.get_graph("layered", xray=1))
+    assert nodes == [("__start__", None), ("outer:before", False), ("outer:inner", True), ("outer:after", False),
+                     ("__end__", None)], nodes
+    assert edges == {("__start__", "outer:before", False), ("outer:before", "outer:inner", False),
+                     ("outer:inner", "outer:after", False), ("outer:after", "__end__", False)}, edges
+    nodes, edges = shape(await client.assistants.get_graph("layered", xray=True))
+    assert [n for n, _ in nodes] == ["__start__", "outer:before", "outer:inner:work", "outer:after", "__end__"], nodes
+    assert ("outer:before", "outer:inner:work", False) in edges and ("outer:inner:work", "outer:after", False) in edges
+    # A graph without subgraphs is drawn the same with or without it; a conditional edge stays one.
+    assert shape(await client.assistants.get_graph("chat", xray=True)) == shape(await client.assistants.get_graph("chat"))
+    async with httpx.AsyncClient(base_url=URL) as http:
+        answer = await http.get("/assistants/layered/graph", params={"xray": "deep"})
+    assert answer.status_code == 422 and "xray" in answer.json()["detail"], answer.text
+
+
+@scenario
 async def subgraphs():
     """The schemas of the graphs subgraph nodes run, keyed as LangGraph keys them."""
     nested = await client.assistants.get_subgraphs("nested")

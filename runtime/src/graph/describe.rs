@@ -1,6 +1,7 @@
-//! What a compiled graph's subgraph nodes run, described without their types: for tools that
-//! show a graph's parts (an HTTP server answering LangGraph's `/assistants/{id}/subgraphs`).
-//! A leaf: the subgraph node describes its child, and [`CompiledGraph::subgraphs`] lists them.
+//! A compiled graph described without its types, for tools that show a graph's parts (an HTTP
+//! server answering LangGraph's `/assistants/{id}/graph` and `/assistants/{id}/subgraphs`): its
+//! shape ([`Drawing`]) and what its subgraph nodes run ([`Subgraph`]). A leaf: the subgraph node
+//! describes its child, and [`CompiledGraph::subgraphs`] lists them.
 //!
 //! [`CompiledGraph::subgraphs`]: crate::CompiledGraph::subgraphs
 
@@ -8,10 +9,36 @@ use crate::state::State;
 use schemars::{Schema, SchemaGenerator};
 use std::fmt;
 
+/// One edge of a [`Drawing`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DrawnEdge {
+    /// The node it leaves ([`START`](crate::START) for the entry).
+    pub source: String,
+    /// The node it reaches ([`END`](crate::END) when the run may stop there).
+    pub target: String,
+    /// Whether it is taken only sometimes: a route a branching node returns, a router's choice,
+    /// or a `Send`.
+    pub conditional: bool,
+}
+
+/// A compiled graph's nodes and edges (LangGraph's `get_graph()`), from
+/// [`CompiledGraph::drawing`](crate::CompiledGraph::drawing) and, for a subgraph, [`Subgraph::drawing`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Drawing {
+    /// The nodes, in declaration order, without [`START`](crate::START) and [`END`](crate::END).
+    pub nodes: Vec<String>,
+    /// Every edge, once each, in declaration order of their source.
+    pub edges: Vec<DrawnEdge>,
+    /// The nodes that run a subgraph.
+    pub subgraphs: Vec<String>,
+}
+
 /// A subgraph node of a compiled graph and the graph it runs, from
 /// [`CompiledGraph::subgraphs`](crate::CompiledGraph::subgraphs): the node's name, the
-/// subgraph's name, its state's JSON Schema and message fields, and its own subgraph nodes,
-/// described the same way.
+/// subgraph's name, its nodes and edges, its state's JSON Schema and message fields, and its own
+/// subgraph nodes, described the same way.
 ///
 /// The subgraph runs with its parent's context type, so the parent's context describes it too.
 ///
@@ -58,6 +85,7 @@ use std::fmt;
 /// let subgraphs = desk.subgraphs();
 /// assert_eq!(subgraphs.len(), 1);
 /// assert_eq!(subgraphs[0].node(), "research");
+/// assert_eq!(subgraphs[0].drawing().nodes, ["look_up"]);
 /// let schema = subgraphs[0].state_schema().to_value();
 /// assert_eq!(schema["properties"]["topic"]["description"], "What to look up.");
 /// assert!(subgraphs[0].subgraphs().is_empty());
@@ -66,6 +94,7 @@ use std::fmt;
 pub struct Subgraph {
     node: String,
     name: String,
+    drawing: Drawing,
     /// The subgraph's state's root schema, made by the caller's generator (its settings: the
     /// dialect, where definitions go).
     state_schema: fn(&mut SchemaGenerator) -> Schema,
@@ -75,11 +104,12 @@ pub struct Subgraph {
 
 impl Subgraph {
     /// The description of a subgraph named `name` over the state `CS`, run by the node `node`,
-    /// whose own subgraph nodes are `subgraphs`.
-    pub(crate) fn of<CS: State>(node: &str, name: &str, subgraphs: Vec<Subgraph>) -> Self {
+    /// drawn as `drawing`, whose own subgraph nodes are `subgraphs`.
+    pub(crate) fn of<CS: State>(node: &str, name: &str, drawing: Drawing, subgraphs: Vec<Subgraph>) -> Self {
         Self {
             node: node.to_owned(),
             name: name.to_owned(),
+            drawing,
             state_schema: |generator| generator.root_schema_for::<CS>(),
             message_fields: CS::MESSAGE_FIELDS,
             subgraphs,
@@ -94,6 +124,12 @@ impl Subgraph {
     /// The subgraph's own name ([`CompiledGraph::name`](crate::CompiledGraph::name)).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The subgraph's nodes and edges, as its own
+    /// [`CompiledGraph::drawing`](crate::CompiledGraph::drawing) gives them.
+    pub fn drawing(&self) -> &Drawing {
+        &self.drawing
     }
 
     /// The JSON Schema of the subgraph's state, as `schemars::schema_for!` makes it (JSON Schema
@@ -125,6 +161,7 @@ impl fmt::Debug for Subgraph {
         f.debug_struct("Subgraph")
             .field("node", &self.node)
             .field("name", &self.name)
+            .field("drawing", &self.drawing)
             .field("message_fields", &self.message_fields)
             .field("subgraphs", &self.subgraphs)
             .finish_non_exhaustive()

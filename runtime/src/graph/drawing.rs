@@ -1,35 +1,10 @@
-//! A compiled graph's shape as data: its nodes and edges, and its subgraph nodes described, for
-//! tools that draw or describe it.
+//! A compiled graph's shape as data ([`Drawing`]): its nodes and edges, and its subgraph nodes
+//! described, for tools that draw or describe it.
 
 use super::compiled::{CompiledGraph, Inner, Target};
-use super::describe::Subgraph;
+use super::describe::{Drawing, DrawnEdge, Subgraph};
 use crate::node::{END, START};
 use crate::state::State;
-
-/// One edge of a [`Drawing`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DrawnEdge {
-    /// The node it leaves ([`START`] for the entry).
-    pub source: String,
-    /// The node it reaches ([`END`] when the run may stop there).
-    pub target: String,
-    /// Whether it is taken only sometimes: a route a branching node returns, a router's choice,
-    /// or a `Send`.
-    pub conditional: bool,
-}
-
-/// A compiled graph's nodes and edges (LangGraph's `get_graph()`), from [`CompiledGraph::drawing`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Drawing {
-    /// The nodes, in declaration order, without [`START`] and [`END`].
-    pub nodes: Vec<String>,
-    /// Every edge, once each, in declaration order of their source.
-    pub edges: Vec<DrawnEdge>,
-    /// The nodes that run a subgraph.
-    pub subgraphs: Vec<String>,
-}
 
 impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
     /// The graph's nodes and edges.

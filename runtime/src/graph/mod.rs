@@ -12,8 +12,7 @@ mod threads;
 
 pub use builder::StateGraph;
 pub use compiled::CompiledGraph;
-pub use describe::Subgraph;
-pub use drawing::{Drawing, DrawnEdge};
+pub use describe::{Drawing, DrawnEdge, Subgraph};
 pub use into_node::{AsyncFn1, AsyncFn2, IntoNode, IntoOutput, IntoPayloadNode, marker};
 pub use node_spec::{Input, NodeFuture, NodeResult, NodeSpec, PayloadType, Shape, take_payload};
 pub use run_output::{RunFailure, RunOutput, RunStatus};

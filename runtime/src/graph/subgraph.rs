@@ -342,7 +342,7 @@ impl<CS: State, C: Send + Sync + 'static> Inspect for Child<CS, C> {
     }
 
     fn describe(&self, node: &str) -> super::describe::Subgraph {
-        super::describe::Subgraph::of::<CS>(node, self.graph.name(), self.graph.subgraphs())
+        super::describe::Subgraph::of::<CS>(node, self.graph.name(), self.graph.drawing(), self.graph.subgraphs())
     }
 }
 

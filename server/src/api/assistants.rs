@@ -8,7 +8,6 @@ use crate::authz::{Action, Resource};
 use crate::error::ApiError;
 use crate::meta::{AssistantRow, contains};
 use crate::wire::body::{Body, Query};
-use crate::wire::names::{WIRE_END, WIRE_START, node_to_wire};
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use serde::Deserialize;
@@ -164,23 +163,6 @@ pub(super) async fn delete(
     }
     app.meta.delete_assistant(&id).await?;
     Ok(no_content())
-}
-
-pub(super) async fn graph(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let assistant = app.assistant(&id).await?;
-    let drawing = app.graph(assistant["graph_id"].as_str().unwrap_or_default())?.drawing();
-    let mut nodes = vec![json!({"id": WIRE_START, "type": "schema", "data": WIRE_START})];
-    nodes.extend(drawing.nodes.iter().map(|n| {
-        let subgraph = drawing.subgraphs.contains(n);
-        json!({"id": n, "type": "runnable", "data": {"id": ["graphwright", n], "name": n}, "metadata": {"subgraph": subgraph}})
-    }));
-    nodes.push(json!({"id": WIRE_END, "type": "schema", "data": WIRE_END}));
-    let edges: Vec<Value> = drawing
-        .edges
-        .iter()
-        .map(|e| json!({"source": node_to_wire(&e.source), "target": node_to_wire(&e.target), "conditional": e.conditional}))
-        .collect();
-    Ok(json(&json!({"nodes": nodes, "edges": edges})))
 }
 
 pub(super) async fn schemas(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {

@@ -23,7 +23,7 @@ const OPERATIONS: &[Group] = &[
             ("POST", "/assistants/search", "search assistants"),
             ("POST", "/assistants/count", "count assistants"),
             ("GET PATCH DELETE", "/assistants/{assistant_id}", "read, update (a new version) or delete an assistant"),
-            ("GET", "/assistants/{assistant_id}/graph", "the graph's nodes and edges"),
+            ("GET", "/assistants/{assistant_id}/graph", "the graph's nodes and edges (xray: subgraphs drawn in)"),
             ("GET", "/assistants/{assistant_id}/schemas", "the graph's JSON Schemas"),
             ("GET", "/assistants/{assistant_id}/subgraphs", "the schemas of its subgraphs (recurse=true: all levels)"),
             ("GET", "/assistants/{assistant_id}/subgraphs/{namespace}", "the schemas of one subgraph"),
@@ -103,7 +103,7 @@ const OPERATIONS: &[Group] = &[
             ("GET", "/info", "server version and flags"),
             ("GET", "/metrics", "Prometheus metrics (format=json: LangGraph's figures)"),
             ("GET", "/docs", "this page"),
-            ("GET", "/", "a chat page to try the graphs"),
+            ("GET", "/", "the studio: a graph drawn, its runs, its thread's checkpoints, a chat"),
         ],
     ),
 ];

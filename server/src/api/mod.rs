@@ -4,8 +4,9 @@ mod a2a;
 mod assistants;
 mod crons;
 mod docs;
+mod drawing;
 mod mcp;
-mod page;
+pub(crate) mod page;
 mod respond;
 mod runs;
 mod storage;
@@ -26,9 +27,7 @@ use std::sync::Arc;
 /// Every route, over `app`.
 pub(crate) fn router(app: Arc<App>) -> Router {
     let router = Router::new()
-        .route("/", get(page::index))
-        .route("/ui/app.js", get(page::script))
-        .route("/ui/style.css", get(page::style))
+        .merge(page::routes())
         .route("/ok", get(system::ok))
         .route("/info", get(system::info))
         .route("/metrics", get(system::metrics))
@@ -37,7 +36,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/assistants/search", post(assistants::search))
         .route("/assistants/count", post(assistants::count))
         .route("/assistants/{id}", get(assistants::get).patch(assistants::update).delete(assistants::delete))
-        .route("/assistants/{id}/graph", get(assistants::graph))
+        .route("/assistants/{id}/graph", get(drawing::get))
         .route("/assistants/{id}/schemas", get(assistants::schemas))
         .route("/assistants/{id}/subgraphs", get(subgraphs::all))
         .route("/assistants/{id}/subgraphs/{namespace}", get(subgraphs::at))

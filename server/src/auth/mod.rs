@@ -6,9 +6,9 @@
 //! [`AuthRequest`] is one too. The caller is kept with the request, and the runs it starts see
 //! it as [`Runtime::user`](graphwright::Runtime::user).
 //!
-//! Not authenticated: `GET /ok` (health checks), the chat page's files (`GET /`, `/ui/app.js`,
-//! `/ui/style.css`: they hold no data) and CORS preflights (browsers send no credentials with
-//! them).
+//! Not authenticated: `GET /ok` (health checks), the studio page's files (`GET /` and the
+//! scripts and style under `/ui/`: they hold no data) and CORS preflights (browsers send no
+//! credentials with them).
 
 mod api_keys;
 mod jwks;
@@ -168,12 +168,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
-/// Whether a request is let in without credentials: health checks, the chat page's static
+/// Whether a request is let in without credentials: health checks, the studio page's static
 /// files, and CORS preflights.
 fn is_open(method: &Method, path: &str, headers: &HeaderMap) -> bool {
     let preflight = method == Method::OPTIONS && headers.contains_key("access-control-request-method");
     let read = method == Method::GET || method == Method::HEAD;
-    preflight || (read && matches!(path, "/ok" | "/" | "/ui/app.js" | "/ui/style.css"))
+    preflight || (read && (path == "/ok" || crate::api::page::is_page_file(path)))
 }
 
 /// Whether a request says it has a body.
@@ -229,6 +229,7 @@ mod tests {
         assert!(is_open(&Method::GET, "/ok", &none));
         assert!(is_open(&Method::GET, "/", &none));
         assert!(is_open(&Method::GET, "/ui/app.js", &none));
+        assert!(is_open(&Method::GET, "/ui/graph.js", &none));
         assert!(is_open(&Method::OPTIONS, "/threads", &preflight));
         assert!(!is_open(&Method::OPTIONS, "/threads", &none));
         assert!(!is_open(&Method::POST, "/ok", &none));

@@ -32,7 +32,8 @@ const fn cron(action: Action) -> Rule {
 pub(crate) fn rule(method: &Method, route: &str) -> Option<Rule> {
     use Action::{CreateRun, Delete, Read, Update};
     let rule = match (method.as_str(), route) {
-        (_, "/" | "/ui/app.js" | "/ui/style.css" | "/ok" | "/info" | "/metrics" | "/docs") => Rule::Open,
+        (_, "/ok" | "/info" | "/metrics" | "/docs") => Rule::Open,
+        (_, page) if crate::api::page::is_page_file(page) => Rule::Open,
         (
             "POST",
             "/assistants"
@@ -149,6 +150,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_studio_page_s_files_are_open_and_nothing_else_under_ui() {
+        for path in ["/", "/ui/app.js", "/ui/graph.js", "/ui/style.css"] {
+            assert_eq!(rule(&Method::GET, path), Some(Rule::Open), "{path}");
+        }
+        assert_eq!(rule(&Method::GET, "/ui/other.js"), None);
     }
 
     #[test]
