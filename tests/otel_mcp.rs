@@ -28,7 +28,7 @@ async fn a_served_call_continues_the_callers_trace() {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
 
     let server = tools![Add].serve_mcp_http("127.0.0.1:0").await.unwrap();
-    let client = McpClient::http(&server.url()).await.unwrap();
+    let client = McpClient::http(server.url()).await.unwrap();
     let caller = tracing::info_span!("caller");
     let answer = client.call("add", json!({"a": 40, "b": 2})).instrument(caller).await.unwrap();
     assert_eq!(answer.into_content(), "42");
@@ -38,14 +38,14 @@ async fn a_served_call_continues_the_callers_trace() {
 
     let spans = exporter.get_finished_spans().unwrap();
     let caller = spans.iter().find(|s| s.name == "caller").expect("the caller's span");
-    let served: Vec<_> = spans.iter().filter(|s| s.name == "execute_tool add").collect();
-    assert_eq!(served.len(), 2, "one span per served call");
+    let answered: Vec<_> = spans.iter().filter(|s| s.name == "execute_tool add").collect();
+    assert_eq!(answered.len(), 2, "one span per served call");
     let continued: Vec<_> =
-        served.iter().filter(|s| s.span_context.trace_id() == caller.span_context.trace_id()).collect();
+        answered.iter().filter(|s| s.span_context.trace_id() == caller.span_context.trace_id()).collect();
     assert_eq!(continued.len(), 1, "the traced call's span is in the caller's trace");
     assert_eq!(continued[0].parent_span_id, caller.span_context.span_id(), "and a child of the caller's span");
     assert!(continued[0].parent_span_is_remote, "its parent came over the wire");
-    let other = served.iter().find(|s| s.span_context.trace_id() != caller.span_context.trace_id()).unwrap();
+    let other = answered.iter().find(|s| s.span_context.trace_id() != caller.span_context.trace_id()).unwrap();
     assert!(!other.parent_span_is_remote, "the untraced call continues no caller's trace");
     server.shutdown().await.unwrap();
 }

@@ -47,12 +47,13 @@ fn attr<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
 }
 
 fn text(span: &SpanData, key: &str) -> String {
-    attr(span, key).map(|v| v.as_str().into_owned()).unwrap_or_else(|| panic!("{} has no {key}", span.name))
+    attr(span, key).map_or_else(|| panic!("{} has no {key}", span.name), |v| v.as_str().into_owned())
 }
 
-fn int(span: &SpanData, key: &str) -> i64 {
+/// A count: recorded as a signed integer, never below zero.
+fn int(span: &SpanData, key: &str) -> u64 {
     match attr(span, key) {
-        Some(Value::I64(v)) => *v,
+        Some(Value::I64(v)) => u64::try_from(*v).unwrap(),
         other => panic!("{} has {key} = {other:?}", span.name),
     }
 }
@@ -78,7 +79,7 @@ fn replied(message: Message, input: u64, output: u64, id: &str) -> ModelReply {
     let mut reply = ModelReply::new(message);
     reply.usage = Usage::tokens(input, output);
     reply.response_id = Some(id.to_owned());
-    reply.model = "scripted-2026".to_owned();
+    "scripted-2026".clone_into(&mut reply.model);
     if reply.message.has_tool_calls() {
         reply.finish_reason = FinishReason::ToolCalls;
     }
@@ -117,15 +118,15 @@ async fn a_react_run_is_one_tree_with_genai_attributes_and_its_usage() {
     assert_eq!(text(run, "gen_ai.conversation.id"), "t-otel");
     assert_eq!(text(run, "graphwright.run.status"), "success");
     assert_eq!(run.status, Status::Ok);
-    assert_eq!(int(run, "gen_ai.usage.input_tokens") as u64, out.usage().input_tokens);
-    assert_eq!(int(run, "gen_ai.usage.output_tokens") as u64, out.usage().output_tokens);
-    assert_eq!(int(run, "graphwright.steps") as u64, out.steps);
+    assert_eq!(int(run, "gen_ai.usage.input_tokens"), out.usage().input_tokens);
+    assert_eq!(int(run, "gen_ai.usage.output_tokens"), out.usage().output_tokens);
+    assert_eq!(int(run, "graphwright.steps"), out.steps);
 
     let chats = named(&spans, "chat scripted");
     assert_eq!(chats.len(), 2);
-    let input: i64 = chats.iter().map(|s| int(s, "gen_ai.usage.input_tokens")).sum();
-    let output: i64 = chats.iter().map(|s| int(s, "gen_ai.usage.output_tokens")).sum();
-    assert_eq!((input as u64, output as u64), (out.usage().input_tokens, out.usage().output_tokens));
+    let input: u64 = chats.iter().map(|s| int(s, "gen_ai.usage.input_tokens")).sum();
+    let output: u64 = chats.iter().map(|s| int(s, "gen_ai.usage.output_tokens")).sum();
+    assert_eq!((input, output), (out.usage().input_tokens, out.usage().output_tokens));
     let first = chats.iter().find(|s| text(s, "gen_ai.response.id") == "resp-1").expect("the first call's span");
     assert_eq!(text(first, "gen_ai.operation.name"), "chat");
     assert_eq!(text(first, "gen_ai.provider.name"), "scripted");

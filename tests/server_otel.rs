@@ -7,10 +7,8 @@
 //! the runtime's other threads). `scripts/test` prepares Phoenix (`GRAPHWRIGHT_TEST_PHOENIX`).
 
 #[path = "support/model_servers.rs"]
-#[allow(dead_code, reason = "the harness serves every model test; this one uses aimock alone")]
 mod model_servers;
 #[path = "support/phoenix.rs"]
-#[allow(dead_code, reason = "the harness serves every export test; this one reads spans only")]
 mod phoenix;
 
 use graphwright::model::OpenAi;
@@ -106,7 +104,7 @@ async fn a_clients_trace_runs_through_the_server_and_its_run_to_the_model() {
     let ours = |spans: &[Value]| {
         spans.iter().filter(|s| s["context"]["trace_id"] == CLIENT_TRACE).any(|s| s["name"] == "chat test-model")
     };
-    let spans = phoenix.wait_for_spans("server", ours, Duration::from_secs(60)).await;
+    let spans = phoenix.wait_for_spans("server", ours, Duration::from_mins(1)).await;
     let (traced, others): (Vec<Value>, Vec<Value>) =
         spans.into_iter().partition(|s| s["context"]["trace_id"] == CLIENT_TRACE);
 
