@@ -111,8 +111,10 @@ impl IndexConfig {
 
     /// The normalised vector of a search query.
     pub(crate) async fn query_vector(&self, query: &str) -> Result<Vec<f32>, StoreError> {
+        // The query's length, not its text: the error may reach a server's log, and what a
+        // user searched for is theirs (the capture policy's rule for spans, kept here too).
         let vector = self.embed.embed_query(query).await.map_err(|source| StoreError::Embedding {
-            what: format!("the search query {:?}", shorten(query)),
+            what: format!("the search query ({} characters)", query.chars().count()),
             source,
         })?;
         self.checked(vector, "the search query")
@@ -210,13 +212,4 @@ where
         .into_iter()
         .map(|field| FieldPath::parse(field.as_ref()).map_err(|reason| StoreError::InvalidIndex { reason }))
         .collect()
-}
-
-/// The start of a long text, for an error message.
-fn shorten(text: &str) -> String {
-    const SHOWN: usize = 80;
-    match text.char_indices().nth(SHOWN) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
