@@ -1106,13 +1106,16 @@ async def docs_page():
         for method, path in sorted(listed):
             # Ids nothing has: every route answers, none with "no route".
             url = re.sub(r"\{[a-z_]+\}", "nothing-here", path)
-            async with http.stream(method, url, json={} if method in ("POST", "PUT", "PATCH") else None) as answer:
-                if answer.status_code == 404:
-                    assert b"no route" not in await answer.aread(), (method, path)
-                assert answer.status_code < 500, (method, path, answer.status_code)
-                # MCP's transport answers the methods it takes itself; every other route is
-                # the router's, which answers 405 for a method it does not serve.
-                assert answer.status_code != 405 or path == "/mcp", (method, path)
+            try:
+                async with http.stream(method, url, json={} if method in ("POST", "PUT", "PATCH") else None) as answer:
+                    if answer.status_code == 404:
+                        assert b"no route" not in await answer.aread(), (method, path)
+                    assert answer.status_code < 500, (method, path, answer.status_code)
+                    # MCP's transport answers the methods it takes itself; every other route is
+                    # the router's, which answers 405 for a method it does not serve.
+                    assert answer.status_code != 405 or path == "/mcp", (method, path)
+            except httpx.TransportError as error:
+                raise AssertionError(f"{method} {url}: {error!r}") from error
 
 
 @scenario
