@@ -304,6 +304,58 @@ async fn async_durability_stays_within_its_bound_of_a_slow_store() {
     assert_eq!(stored.load(Ordering::SeqCst), steps + 2, "everything was stored before the run returned");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_durability_bound_counts_the_checkpoints_of_subgraphs_too() {
+    #[graphwright::state]
+    struct Count {
+        #[reducer(add)]
+        n: u64,
+    }
+    let bound = graphwright::MAX_STEPS_AHEAD;
+    let stored = Arc::new(AtomicUsize::new(0));
+    let ahead = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // The subgraph has as many steps as the bound, so if its checkpoints did not count against
+    // the run's bound, it could queue that many more while the parent's still wait.
+    let mut child = StateGraph::<Count>::new().add_edge(START, "c0");
+    for i in 0..bound {
+        let (stored, ahead) = (Arc::clone(&stored), Arc::clone(&ahead));
+        // The parent's checkpoints made before the subgraph node runs (`bound`, see below), and
+        // the subgraph's own before its step k: its input's, its step 0's, one per earlier step.
+        let node = move |_s: &Count, rt: &Runtime| {
+            let made = bound + rt.step() as usize + 1;
+            ahead.lock().unwrap().push(made.saturating_sub(stored.load(Ordering::SeqCst)));
+            CountUpdate::new().n(1)
+        };
+        let next = if i == bound - 1 { END.to_owned() } else { format!("c{}", i + 1) };
+        child = child.add_node(format!("c{i}"), node).add_edge(format!("c{i}"), next);
+    }
+    // Enough parent steps before the subgraph node that the parent alone is at the bound when it
+    // runs: its input's checkpoint, step 0's, and one per step before.
+    let before = bound - 2;
+    let mut graph = StateGraph::<Count>::new().add_edge(START, "p0");
+    for i in 0..before {
+        let (stored, ahead) = (Arc::clone(&stored), Arc::clone(&ahead));
+        let node = move |_s: &Count, rt: &Runtime| {
+            let made = rt.step() as usize + 1;
+            ahead.lock().unwrap().push(made.saturating_sub(stored.load(Ordering::SeqCst)));
+            CountUpdate::new().n(1)
+        };
+        let next = if i == before - 1 { "sub".to_owned() } else { format!("p{}", i + 1) };
+        graph = graph.add_node(format!("p{i}"), node).add_edge(format!("p{i}"), next);
+    }
+    let graph = graph.add_subgraph("sub", child.compile().unwrap()).add_edge("sub", END);
+    let saver = Slow { inner: MemorySaver::new(), stored: Arc::clone(&stored) };
+    let app = graph.checkpointer(saver).compile().unwrap();
+    let cfg = RunConfig::thread("slow-sub").durability(Durability::Async);
+    app.invoke(Count::default(), &cfg).await.unwrap();
+    let ahead = ahead.lock().unwrap();
+    let most = *ahead.iter().max().unwrap();
+    assert!(most <= bound, "at most {bound} checkpoints of the run and its subgraph waited for the store; {most} did");
+    assert!(most > 2, "the run did go ahead of the store ({ahead:?})");
+    // The parent's: input, step 0, one per node; the subgraph's: input, step 0, one per node.
+    assert_eq!(stored.load(Ordering::SeqCst), (before + 2 + 1) + (bound + 2), "everything was stored");
+}
+
 /// A saver whose next `lag` reads of a thread's head see it as it was before its newest
 /// checkpoint was committed: a read of the head made just before a run committed its next step.
 struct Behind {

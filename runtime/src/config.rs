@@ -285,8 +285,9 @@ pub enum Durability {
     /// Each step's checkpoint is stored in the background while the next steps run, several
     /// steps to a commit; the run returns only once everything is stored. At most
     /// [`MAX_STEPS_AHEAD`](crate::MAX_STEPS_AHEAD) (64) checkpoints wait for the store at any
-    /// time: a slow store slows the run instead of letting it race ahead, and a crash loses at
-    /// most that many steps. The default, as in LangGraph.
+    /// time, the run's and its subgraphs' together: a slow store slows the run instead of
+    /// letting it race ahead, and a crash loses at most that many steps. The default, as in
+    /// LangGraph.
     #[default]
     Async,
     /// Only the final checkpoint is stored, when the run ends (also on an error). A crash loses

@@ -111,6 +111,10 @@ pub(crate) struct Storage {
     /// namespace for a subgraph's run.
     pub(crate) key: Arc<str>,
     pub(crate) durability: crate::config::Durability,
+    /// Under `Durability::Async`, the room for checkpoints waiting for the store, shared by the
+    /// run and every subgraph run under it: [`MAX_STEPS_AHEAD`](crate::MAX_STEPS_AHEAD) bounds
+    /// what a crash of the whole run can lose, not what each of its graphs can.
+    pub(crate) ahead: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// Where a task sits in its run.

@@ -508,6 +508,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 saver: Arc::clone(&self.inner.saver),
                 key: Arc::clone(thread),
                 durability: cfg.durability,
+                ahead: pregel::room_ahead(cfg.durability, self.inner.saver.as_ref()),
             }),
             nested: false,
             user: cfg.user.clone(),

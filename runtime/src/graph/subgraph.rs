@@ -394,6 +394,7 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
             saver: Arc::clone(&s.saver),
             key: key(&s.key, segment).into(),
             durability: s.durability,
+            ahead: s.ahead.clone(),
         });
         let graph = match &storage {
             Some(storage) => self.bound_to(&storage.saver),

@@ -16,6 +16,7 @@ use crate::interrupt::Resume;
 use crate::state::State;
 use serde_json::Value;
 use std::sync::Arc;
+use tokio::sync::Semaphore;
 
 /// A run ready to go: its state, its first tasks (with outputs already saved for some), and
 /// the planner's progress.
@@ -44,6 +45,9 @@ pub(crate) struct On<'a> {
     pub(crate) thread: &'a Arc<str>,
     pub(crate) claim: &'a Claim,
     pub(crate) durability: Durability,
+    /// The room for checkpoints waiting for the store that the run shares with the runs of its
+    /// subgraphs (see [`Persist::new`]).
+    pub(crate) ahead: Option<Arc<Semaphore>>,
 }
 
 /// Starts a run from new input: the thread's state (if it has one) with `input` folded in,
@@ -58,8 +62,14 @@ pub(crate) async fn start<S: State, C>(
         Some(head) => load_state(graph, on.thread, head, None).await?,
         None => S::default(),
     };
-    let mut persist =
-        Persist::new(Arc::clone(&graph.saver), on.claim.clone(), Arc::clone(on.thread), on.durability, head.as_ref());
+    let mut persist = Persist::new(
+        Arc::clone(&graph.saver),
+        on.claim.clone(),
+        Arc::clone(on.thread),
+        on.durability,
+        head.as_ref(),
+        on.ahead,
+    );
     let mut planner = Planner::new(graph);
     if let Err(error) = persist.start(graph, &state, &input).await {
         if matches!(error, GraphError::Unstorable { .. }) {
@@ -84,8 +94,14 @@ pub(crate) async fn resume<S: State, C>(
     let nothing = |reason: &'static str| GraphError::NothingToResume { thread: on.thread.to_string(), reason };
     let head = graph.saver.get(on.thread, None).await?.ok_or_else(|| nothing("it has no checkpoint"))?;
     let goto = resolve_goto(graph, &command.goto)?;
-    let mut persist =
-        Persist::new(Arc::clone(&graph.saver), on.claim.clone(), Arc::clone(on.thread), on.durability, Some(&head));
+    let mut persist = Persist::new(
+        Arc::clone(&graph.saver),
+        on.claim.clone(),
+        Arc::clone(on.thread),
+        on.durability,
+        Some(&head),
+        on.ahead,
+    );
     let (mut base, mut body) = match from.filter(|id| *id != head.id) {
         None => {
             let body = record::decode_body(graph, on.thread, &head)?;

@@ -37,6 +37,7 @@ pub(crate) use begin::state_of;
 use begin::{Begin, On, Prepared};
 pub(crate) use load::Stored;
 pub use persist::MAX_STEPS_AHEAD;
+pub(crate) use persist::room_ahead;
 use persist::{Held, Persist, StepEnding, ThreadLock};
 use planner::Planner;
 pub(crate) use prune::prune_thread;
@@ -85,7 +86,8 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
     let _lock = ThreadLock::acquire(&graph.busy, &thread)?;
     let held = Held::take(&graph.saver, &thread).await?;
     let result = async {
-        let on = On { thread: &thread, claim: held.claim(), durability };
+        let ahead = run.storage.as_ref().and_then(|s| s.ahead.clone());
+        let on = On { thread: &thread, claim: held.claim(), durability, ahead };
         let (begin, initial_values) = match input {
             RunInput::Update(update) => {
                 let wrote = !update.is_empty();

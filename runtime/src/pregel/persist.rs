@@ -31,11 +31,19 @@ const WRITES_PER_SNAPSHOT: usize = 2;
 const MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS: u32 = 256;
 
 /// Under [`Durability::Async`], how many checkpoints may wait for the store: a run goes on to
-/// the next step only while fewer than this are queued or being stored, so a slow store slows
+/// the next step only while fewer than this are queued or being stored (its own and those of
+/// the subgraphs it runs, which share the count), so a slow store slows
 /// the run instead of letting it race ahead, and a crash loses at most this many steps. 64 lets
 /// a store that pays a disk flush per commit take many fast steps per commit; steps that call a
 /// model or a tool never get near it.
 pub const MAX_STEPS_AHEAD: usize = 64;
+
+/// The room for checkpoints waiting for `saver` that a run under `durability` shares with the
+/// runs of its subgraphs: [`MAX_STEPS_AHEAD`] permits under `Async`, none where nothing waits
+/// (other durabilities, and a store written in line).
+pub(crate) fn room_ahead(durability: Durability, saver: &dyn Checkpointer) -> Option<Arc<Semaphore>> {
+    (durability == Durability::Async && !saver.stores_in_memory()).then(|| Arc::new(Semaphore::new(MAX_STEPS_AHEAD)))
+}
 
 /// How many operations the background writer's queue holds (task writes and checkpoints).
 const WRITER_QUEUE: usize = 64;
@@ -113,7 +121,8 @@ impl Drop for Held {
 /// The background writer of `Durability::Async`: one task that stores records in order.
 struct Writer {
     queue: WriteQueue,
-    /// One permit per checkpoint queued or being stored.
+    /// One permit per checkpoint queued or being stored, by this run or by any other run of
+    /// the same invocation (its subgraphs', its parent's).
     steps: Arc<Semaphore>,
     task: JoinHandle<Result<(), CheckpointError>>,
 }
@@ -156,12 +165,18 @@ pub(crate) struct Persist {
 }
 
 impl Persist {
+    /// The persistence of a run on `thread` whose newest checkpoint is `head`. Under `Async`,
+    /// its checkpoints waiting for the store take their room from `ahead`, shared with the
+    /// other runs of the same invocation (a subgraph's run stores its checkpoints with a writer
+    /// of its own, while its parent's may still wait), or from room of its own when none is
+    /// given.
     pub(crate) fn new(
         saver: Arc<dyn Checkpointer>,
         claim: Claim,
         thread: Arc<str>,
         durability: Durability,
         head: Option<&CheckpointRecord>,
+        ahead: Option<Arc<Semaphore>>,
     ) -> Self {
         let writer = (durability == Durability::Async && !saver.stores_in_memory()).then(|| {
             let (queue, mut rx) = mpsc::channel::<(BatchOp, Option<OwnedSemaphorePermit>)>(WRITER_QUEUE);
@@ -192,7 +207,8 @@ impl Persist {
                 }
                 Ok(())
             });
-            Writer { queue, steps: Arc::new(Semaphore::new(MAX_STEPS_AHEAD)), task }
+            let steps = ahead.unwrap_or_else(|| Arc::new(Semaphore::new(MAX_STEPS_AHEAD)));
+            Writer { queue, steps, task }
         });
         Self {
             saver,

@@ -48,6 +48,7 @@ pub(crate) async fn update_thread<S: State, C>(
             Arc::clone(&thread),
             Durability::Sync,
             newest.as_ref(),
+            None,
         );
         let mut base = match (from, &newest) {
             (Some(id), Some(newest)) if id != newest.id => {
