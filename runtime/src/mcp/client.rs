@@ -2,8 +2,7 @@
 
 use super::content;
 use super::error::McpError;
-use super::tool::McpTool;
-use crate::tool::{Tool, ToolOutput, ToolSet};
+use crate::tool::ToolOutput;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};
@@ -128,26 +127,6 @@ impl McpClient {
         self.shared.peer.is_transport_closed()
     }
 
-    /// The server's tools, as [`Tool`]s: each named as the server names it (after the
-    /// prefix), with the server's description and input schema, and calling the server.
-    pub async fn tools(&self) -> Result<Vec<McpTool>, McpError> {
-        let what = "the tool list".to_owned();
-        let listed = self.limited(&what, self.shared.peer.list_all_tools()).await?;
-        Ok(listed.into_iter().map(|tool| McpTool::new(self.clone(), tool)).collect())
-    }
-
-    /// Adds the server's tools to `set` and returns how many. Fails with
-    /// [`McpError::NameClash`], adding none, when a name (after the prefix) is already in the
-    /// set: a tool never silently replaces another.
-    pub async fn add_to(&self, set: &mut ToolSet) -> Result<usize, McpError> {
-        let tools = self.tools().await?;
-        let count = tools.len();
-        set.try_extend(tools.into_iter().map(|tool| Arc::new(tool) as Arc<dyn Tool>)).map_err(|taken| {
-            McpError::NameClash { server: self.label().to_owned(), name: taken.name, server_hint: self.hint() }
-        })?;
-        Ok(count)
-    }
-
     /// Calls the server's tool `tool` (its name on the server, without the prefix) with
     /// `arguments`, a JSON object (or `null` for none). A result with `isError` is
     /// [`McpError::ToolFailed`]; see [`mcp`](super) for how a result becomes a [`ToolOutput`].
@@ -182,6 +161,11 @@ impl McpClient {
         }
     }
 
+    /// The server's tool list, as the server sends it.
+    pub(super) async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        self.limited("the tool list", self.shared.peer.list_all_tools()).await
+    }
+
     /// `request` under the connection's time limit, its errors named after `what`.
     async fn limited<T>(
         &self,
@@ -197,7 +181,7 @@ impl McpClient {
     }
 
     /// A prefix to suggest: the server's name, as a plain identifier.
-    fn hint(&self) -> String {
+    pub(super) fn hint(&self) -> String {
         let name = self.server_name().unwrap_or(self.label());
         let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
         let hint: String =

@@ -2,7 +2,7 @@
 
 use super::client::McpClient;
 use super::error::McpError;
-use crate::tool::{Tool, ToolError, ToolFuture, ToolRuntime};
+use crate::tool::{Tool, ToolError, ToolFuture, ToolRuntime, ToolSet};
 use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;
@@ -43,6 +43,29 @@ impl McpTool {
     #[must_use]
     pub fn client(&self) -> &McpClient {
         &self.client
+    }
+}
+
+// The client's methods that make tools live here, beside the tool, so that the client knows
+// nothing of it.
+impl McpClient {
+    /// The server's tools, as [`Tool`]s: each named as the server names it (after the
+    /// prefix), with the server's description and input schema, and calling the server.
+    pub async fn tools(&self) -> Result<Vec<McpTool>, McpError> {
+        let listed = self.list_tools().await?;
+        Ok(listed.into_iter().map(|tool| McpTool::new(self.clone(), tool)).collect())
+    }
+
+    /// Adds the server's tools to `set` and returns how many. Fails with
+    /// [`McpError::NameClash`], adding none, when a name (after the prefix) is already in the
+    /// set: a tool never silently replaces another.
+    pub async fn add_to(&self, set: &mut ToolSet) -> Result<usize, McpError> {
+        let tools = self.tools().await?;
+        let count = tools.len();
+        set.try_extend(tools.into_iter().map(|tool| Arc::new(tool) as Arc<dyn Tool>)).map_err(|taken| {
+            McpError::NameClash { server: self.label().to_owned(), name: taken.name, server_hint: self.hint() }
+        })?;
+        Ok(count)
     }
 }
 

@@ -1,7 +1,8 @@
 //! `ToolNode`: runs the tool calls of the model's last message.
 
 use super::event::{EventSink, ToolEvent};
-use super::policy::ToolPolicy;
+use super::pipeline::Calls;
+use super::policy::{ToolPolicies, ToolPolicy};
 use super::runtime::ToolEnv;
 use super::set::ToolSet;
 use crate::graph::{NodeFuture, NodeSpec, Shape};
@@ -9,7 +10,6 @@ use crate::message::{Message, ToolCall};
 use crate::node::NodeOutput;
 use crate::runtime::Runtime;
 use crate::state::State;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,8 +78,7 @@ use std::time::Duration;
 #[derive(Clone, Default)]
 pub struct ToolNode {
     pub(crate) tools: ToolSet,
-    default: ToolPolicy,
-    policies: HashMap<String, ToolPolicy>,
+    policies: ToolPolicies,
     pub(crate) sink: Option<EventSink>,
 }
 
@@ -102,21 +101,21 @@ impl ToolNode {
         if self.tools.get(tool).is_none() {
             tracing::warn!(tool, known = ?self.tools, "policy for a tool this node does not have");
         }
-        self.policies.insert(tool.to_owned(), policy);
+        self.policies.by_tool.insert(tool.to_owned(), policy);
         self
     }
 
     /// Sets the policy of every tool without its own.
     #[must_use]
     pub fn default_policy(mut self, policy: ToolPolicy) -> Self {
-        self.default = policy;
+        self.policies.default = policy;
         self
     }
 
     /// Sets the default timeout of one attempt of any tool.
     #[must_use]
     pub fn timeout(mut self, limit: Duration) -> Self {
-        self.default.timeout = Some(limit);
+        self.policies.default.timeout = Some(limit);
         self
     }
 
@@ -185,7 +184,8 @@ impl ToolNode {
 
     /// Runs `calls` concurrently; one tool message per call, in call order.
     pub async fn run_calls(&self, calls: &[ToolCall], env: &ToolEnv) -> Vec<Message> {
-        super::pipeline::run_all(self, calls, env).await
+        let node = Calls { tools: &self.tools, policies: &self.policies, sink: self.sink.as_ref() };
+        super::pipeline::run_all(&node, calls, env).await
     }
 
     /// The node as a node of the dynamic builder: it reads the messages with `read` and writes
@@ -224,22 +224,14 @@ impl ToolNode {
             })
         })
     }
-
-    /// The effective policy of the tool `name`.
-    pub(crate) fn policy_for(&self, name: &str) -> ToolPolicy {
-        match self.policies.get(name) {
-            Some(policy) => policy.or(&self.default),
-            None => self.default.clone(),
-        }
-    }
 }
 
 impl fmt::Debug for ToolNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolNode")
             .field("tools", &self.tools)
-            .field("default", &self.default)
-            .field("policies", &self.policies)
+            .field("default", &self.policies.default)
+            .field("policies", &self.policies.by_tool)
             .field("sink", &self.sink.is_some())
             .finish()
     }

@@ -1,11 +1,11 @@
 //! One tool call, from the model's request to the tool message: validate arguments → execute →
 //! validate result → redact → emit → return. Every failure becomes an error message.
 
-use super::event::{CallScope, ToolEvent, ToolWriter};
-use super::node::ToolNode;
+use super::event::{CallScope, EventSink, ToolEvent, ToolWriter};
 use super::output::ToolOutput;
-use super::policy::ToolPolicy;
+use super::policy::{ToolPolicies, ToolPolicy};
 use super::runtime::ToolEnv;
+use super::set::ToolSet;
 use super::{Tool, ToolError, support, validate};
 use crate::error::NodeError;
 use crate::message::{Message, ToolCall, fresh_id};
@@ -17,9 +17,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
 
+/// What running calls needs of the node that runs them: its tools, their policies, and where its
+/// events go. Plain borrowed data, so the pipeline sits below the node rather than beside it.
+pub(crate) struct Calls<'a> {
+    pub(crate) tools: &'a ToolSet,
+    pub(crate) policies: &'a ToolPolicies,
+    pub(crate) sink: Option<&'a EventSink>,
+}
+
 /// Runs `calls` concurrently and returns one tool message per call, in call order. A call whose
 /// id an earlier call of the list already used is answered with an error and not run.
-pub(crate) async fn run_all(node: &ToolNode, calls: &[ToolCall], env: &ToolEnv) -> Vec<Message> {
+pub(crate) async fn run_all(node: &Calls<'_>, calls: &[ToolCall], env: &ToolEnv) -> Vec<Message> {
     let mut first_use: HashMap<&str, usize> = HashMap::with_capacity(calls.len());
     let runs: Vec<_> = calls
         .iter()
@@ -38,7 +46,7 @@ pub(crate) async fn run_all(node: &ToolNode, calls: &[ToolCall], env: &ToolEnv) 
 /// task finished it, otherwise run, and its answer stored as soon as it is known (see
 /// `pregel::calls`). The slot is the call's position in `calls`, the key its id.
 async fn durable_one(
-    node: &ToolNode,
+    node: &Calls<'_>,
     index: usize,
     call: &ToolCall,
     duplicate_of: Option<usize>,
@@ -67,18 +75,18 @@ async fn durable_one(
 }
 
 async fn run_one(
-    node: &ToolNode,
+    node: &Calls<'_>,
     index: usize,
     call: &ToolCall,
     duplicate_of: Option<usize>,
     env: &ToolEnv,
 ) -> Message {
-    let policy = node.policy_for(&call.name);
+    let policy = node.policies.of(&call.name);
     let scope = CallScope {
         tool_call_id: Arc::from(call.id.as_str()),
         index,
         name: Arc::from(call.name.as_str()),
-        sink: node.sink.clone(),
+        sink: node.sink.cloned(),
         redact: policy.redact.clone(),
         stream: env.stream.clone(),
     };
@@ -120,7 +128,7 @@ async fn run_one(
 /// Validate arguments → execute → validate result.
 #[allow(clippy::too_many_arguments)] // one call's whole context; bundling it would only rename it
 async fn checked_run(
-    node: &ToolNode,
+    node: &Calls<'_>,
     call: &ToolCall,
     index: usize,
     duplicate_of: Option<usize>,

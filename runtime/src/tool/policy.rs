@@ -2,6 +2,7 @@
 
 use super::output::ToolOutput;
 use crate::policy::RetryPolicy;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,5 +99,22 @@ impl fmt::Debug for ToolPolicy {
             .field("redact", &self.redact.is_some())
             .field("check", &self.check.is_some())
             .finish()
+    }
+}
+
+/// The policies of a set of tools: a default, and each tool's own over it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ToolPolicies {
+    pub(crate) default: ToolPolicy,
+    pub(crate) by_tool: HashMap<String, ToolPolicy>,
+}
+
+impl ToolPolicies {
+    /// The effective policy of the tool `name`.
+    pub(crate) fn of(&self, name: &str) -> ToolPolicy {
+        match self.by_tool.get(name) {
+            Some(policy) => policy.or(&self.default),
+            None => self.default.clone(),
+        }
     }
 }
