@@ -2,11 +2,12 @@
 //! `graphwright-wiring`, shared with the runtime builder; this module maps each problem to
 //! the token the user wrote, and adds the rules only the macro can see (parameters, options).
 
-use super::parse::{GraphDef, NodeDef, Param, Targets};
+use super::ir::{GraphDef, NodeDef, Param, Targets};
 use crate::ctxt::Ctxt;
 use graphwright_wiring::{EdgeKind, NodeDecl, Problem, Topology};
 use proc_macro2::TokenStream;
 use quote::ToTokens;
+use syn::FnArg;
 
 /// Runs every check, recording errors in `cx`.
 pub(crate) fn check(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
@@ -19,7 +20,7 @@ pub(crate) fn check(cx: &mut Ctxt, def: &GraphDef, has_state: bool) {
         check_subgraph(cx, node);
     }
     check_payload_targets(cx, def);
-    super::start::check(cx, def);
+    check_starts(cx, def);
     if !cx.has_errors() {
         check_wiring(cx, def);
     }
@@ -134,7 +135,7 @@ fn check_payload_targets(cx: &mut Ctxt, def: &GraphDef) {
         .iter()
         .filter_map(|n| n.send.as_ref())
         .flat_map(|t| t.names.iter().map(ToString::to_string))
-        .chain(super::start::sent_to(def))
+        .chain(sent_to(def))
         .collect();
     // A misspelt `send = ..` target is the wiring check's error; the node it meant to reach
     // would otherwise be reported too, as taking a payload nobody sends.
@@ -167,9 +168,77 @@ fn check_payload_targets(cx: &mut Ctxt, def: &GraphDef) {
     }
 }
 
+/// The rules of `#[start]` fns: one of `next` (with alternatives) or `send` (one target), names
+/// that exist, a router that leads to nodes, a sync fn reading the state.
+fn check_starts(cx: &mut Ctxt, def: &GraphDef) {
+    let names: Vec<String> = def.nodes.iter().map(NodeDef::name).collect();
+    let mut routers = 0;
+    for start in &def.starts {
+        let fn_name = &start.item.sig.ident;
+        match (&start.next, &start.send) {
+            (Some(_), Some(send)) => cx.error_spanned_by(
+                &send.names[0],
+                format!("`{fn_name}` both routes and sends from START: split it into two `#[start]` fns"),
+            ),
+            (None, None) => {
+                cx.error_spanned_by(&start.attr, "say where a run starts: `next = a | b` or `send = worker`");
+            }
+            (Some(next), None) if !next.alternatives => cx.error_spanned_by(
+                &next.names[0],
+                format!("a start with one target is an entry: mark `{}` with `#[node(entry)]`", next.names[0]),
+            ),
+            (Some(_), None) => routers += 1,
+            (None, Some(send)) if send.names.len() > 1 => {
+                cx.error_spanned_by(&send.names[1], "a `#[start]` fn sends to one node: write one fn per target");
+            }
+            (None, Some(_)) => {}
+        }
+        if routers > 1 && start.next.is_some() {
+            cx.error_spanned_by(fn_name, "a graph has one `#[start(next = ..)]` router: merge the two");
+        }
+        for target in start.next.iter().chain(&start.send).flat_map(|t| &t.names) {
+            let name = target.to_string();
+            if name == graphwright_wiring::END {
+                cx.error_spanned_by(target, "a run cannot start at END: name the nodes it may start at");
+            } else if !names.contains(&name) {
+                let hint = graphwright_wiring::closest(&name, names.iter().map(String::as_str))
+                    .map(|near| format!("; did you mean `{near}`?"))
+                    .unwrap_or_default();
+                cx.error_spanned_by(target, format!("no node named `{name}` in graph `{}`{hint}", def.module.ident));
+            }
+        }
+        if start.item.sig.asyncness.is_some() {
+            cx.error_spanned_by(
+                start.item.sig.asyncness,
+                "a `#[start]` fn decides where a run starts: make it a sync fn",
+            );
+        }
+        if start.item.sig.inputs.len() != 1 || !matches!(start.item.sig.inputs.first(), Some(FnArg::Typed(_))) {
+            cx.error_spanned_by(
+                &start.item.sig.inputs,
+                format!("`{fn_name}` takes the state: `{fn_name}(state: &State)`"),
+            );
+        }
+    }
+}
+
+/// The nodes a run may start at through `#[start]` fns.
+fn entries(def: &GraphDef) -> Vec<String> {
+    def.starts
+        .iter()
+        .flat_map(|s| s.next.iter().chain(&s.send))
+        .flat_map(|t| t.names.iter().map(ToString::to_string))
+        .collect()
+}
+
+/// The nodes `#[start(send = ..)]` fns send to.
+fn sent_to(def: &GraphDef) -> impl Iterator<Item = String> + '_ {
+    def.starts.iter().filter_map(|s| s.send.as_ref()).flat_map(|t| t.names.iter().map(ToString::to_string))
+}
+
 /// The graph as the shared wiring rules see it, with every name as written.
 pub(crate) fn topology<'a>(def: &'a GraphDef, names: &'a [String], targets: &'a [NodeTargets]) -> Topology<'a> {
-    let started = super::start::entries(def);
+    let started = entries(def);
     let nodes = def
         .nodes
         .iter()

@@ -1,8 +1,10 @@
 //! Emitting a checked `#[graph]` module.
 
+use super::case::pascal;
 use super::check::{target_names, topology};
 use super::imports;
-use super::parse::{GraphArgs, GraphDef, NodeDef, Param};
+use super::ir::{GraphArgs, GraphDef, NodeDef, Param};
+use super::start;
 use crate::paths::private;
 use crate::state;
 use proc_macro2::{Group, Ident, Span, TokenStream, TokenTree};
@@ -36,8 +38,8 @@ impl Names {
 /// empty builder, so that the user's code still type-checks and one mistake gives one error.
 pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: TokenStream) -> TokenStream {
     let diagram = wired.then(|| diagram(&def));
-    let start_enum = names.map(|n| super::start::start_enum(&def, &n.state));
-    let start_calls = if wired { super::start::builder_calls(&def) } else { Vec::new() };
+    let start_enum = names.map(|n| start::start_enum(&def, &n.state));
+    let start_calls = if wired { start::builder_calls(&def) } else { Vec::new() };
     let GraphDef { mut module, state, nodes, .. } = def;
     let mut generated = Vec::new();
     if let Some(state) = &state {
@@ -70,20 +72,6 @@ pub(crate) fn expand(def: GraphDef, names: Option<&Names>, wired: bool, errors: 
         items.extend(generated.into_iter().map(Item::Verbatim));
     }
     quote!(#module)
-}
-
-/// `support` → `Support`, `tool_router` → `ToolRouter`, `END` → `End`.
-pub(crate) fn pascal(name: &str) -> String {
-    if name == "END" {
-        return "End".to_owned();
-    }
-    name.split('_')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>()).unwrap_or_default()
-        })
-        .collect()
 }
 
 fn variant(ident: &Ident) -> Ident {

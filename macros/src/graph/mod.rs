@@ -1,8 +1,14 @@
 //! `#[graph]`: parse → check → codegen over one inline module.
+//!
+//! Imports run one way: `parse` fills the types of `ir`; `check` and `routes` read them;
+//! `codegen` reads them and the `check` phase's view of the wiring, and adds the items of
+//! `start` and `imports`. `ir` and `case` are leaves every phase may use.
 
+mod case;
 mod check;
 mod codegen;
 mod imports;
+mod ir;
 mod parse;
 mod routes;
 mod start;

@@ -1,23 +1,18 @@
-//! Parsing a `#[graph]` module: its arguments, its `#[state]` struct and its `#[node]` fns.
+//! Parsing a `#[graph]` module: its arguments, its `#[state]` struct, its `#[node]` fns and its
+//! `#[start]` fns, into the types of `ir`.
 
-use super::start::StartDef;
+use super::ir::{GraphArgs, GraphDef, NodeDef, Param, StartDef, Targets};
 use crate::ctxt::Ctxt;
 use crate::state::{self, StateDef};
 use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
 use syn::parse::{Parse, ParseStream, Parser};
 use syn::punctuated::Punctuated;
-use syn::{Expr, FnArg, Ident, Item, ItemFn, ItemMod, Pat, Path, ReturnType, Token, Type, bracketed};
+use syn::{Expr, FnArg, Ident, Item, ItemFn, ItemMod, Pat, Path, Token, Type, bracketed};
 
 /// The options a `#[node(..)]` attribute accepts, for suggestions.
 const NODE_OPTIONS: &[&str] =
     &["entry", "next", "send", "route", "join", "defer", "retry", "timeout", "cache", "subgraph"];
-
-/// `#[graph(context = Ctx, state = Path)]`.
-#[derive(Default)]
-pub(crate) struct GraphArgs {
-    pub(crate) context: Option<Type>,
-    pub(crate) state: Option<Path>,
-}
 
 /// Parses the arguments of `#[graph(..)]`.
 pub(crate) fn parse_args(cx: &mut Ctxt, args: TokenStream) -> GraphArgs {
@@ -88,94 +83,6 @@ fn unknown_graph_option(cx: &mut Ctxt, path: &Path) {
     );
 }
 
-/// Where an edge list was written, and its targets as written.
-pub(crate) struct Targets {
-    /// The key the list was written under (`next` or `send`), for the generated enum's span.
-    pub(crate) key: Span,
-    pub(crate) names: Vec<Ident>,
-    /// `a | b`: alternatives (a branch), rather than `a` or `[a, b]` (static edges).
-    pub(crate) alternatives: bool,
-}
-
-/// A parsed `#[node(..)]` fn.
-pub(crate) struct NodeDef {
-    pub(crate) item: ItemFn,
-    pub(crate) entry: bool,
-    pub(crate) next: Option<Targets>,
-    pub(crate) send: Option<Targets>,
-    pub(crate) route: Option<Path>,
-    pub(crate) join: bool,
-    pub(crate) defer: bool,
-    /// `subgraph`: the fn returns a graph (a builder or a compiled graph) that runs as the node.
-    pub(crate) subgraph: Option<Ident>,
-    pub(crate) retry: Option<Expr>,
-    pub(crate) timeout: Option<Expr>,
-    /// `cache = policy`: the node's outputs are cached under a `CachePolicy`.
-    pub(crate) cache: Option<Expr>,
-    pub(crate) params: Vec<Param>,
-    /// Variants of `{Node}Next` the module's code names but `next` does not declare (each
-    /// already reported); the enum declares them too, so rustc does not report them again.
-    pub(crate) undeclared_routes: Vec<Ident>,
-    /// The `#[node(..)]` attribute as written, for errors about the node as a whole.
-    pub(crate) attr: TokenStream,
-}
-
-impl NodeDef {
-    pub(crate) fn name(&self) -> String {
-        self.item.sig.ident.to_string()
-    }
-
-    pub(crate) fn ident(&self) -> &Ident {
-        &self.item.sig.ident
-    }
-
-    /// Whether the node runs as an async node (a subgraph always does).
-    pub(crate) fn is_async(&self) -> bool {
-        self.item.sig.asyncness.is_some() || self.subgraph.is_some()
-    }
-
-    /// `next = a | b` without a router: the node returns the route.
-    pub(crate) fn returns_route(&self) -> bool {
-        self.branches() && self.route.is_none()
-    }
-
-    pub(crate) fn branches(&self) -> bool {
-        self.next.as_ref().is_some_and(|t| t.alternatives)
-    }
-
-    /// The payload type, if the node takes a Send payload.
-    pub(crate) fn payload(&self) -> Option<&Type> {
-        self.params.iter().find_map(|p| match p {
-            Param::Payload(ty) => Some(&**ty),
-            _ => None,
-        })
-    }
-
-    pub(crate) fn return_span(&self) -> Span {
-        match &self.item.sig.output {
-            ReturnType::Type(_, ty) => syn::spanned::Spanned::span(&**ty),
-            ReturnType::Default => self.item.sig.ident.span(),
-        }
-    }
-}
-
-/// A node parameter, by what the runtime injects into it.
-pub(crate) enum Param {
-    State,
-    Runtime,
-    /// `&P`: the Send payload.
-    Payload(Box<Type>),
-}
-
-/// The module's pieces.
-pub(crate) struct GraphDef {
-    pub(crate) module: ItemMod,
-    pub(crate) state: Option<StateDef>,
-    pub(crate) nodes: Vec<NodeDef>,
-    /// `#[start]` fns: a router or Sends from START.
-    pub(crate) starts: Vec<StartDef>,
-}
-
 /// Reads the module, stripping `#[state]` and `#[node]` markers from its items. The state
 /// struct is taken out of the module (codegen puts its expansion back); node fns stay.
 pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod, state_path: Option<&Path>) -> GraphDef {
@@ -212,7 +119,7 @@ pub(crate) fn parse_module(cx: &mut Ctxt, mut module: ItemMod, state_path: Optio
                 if let Some(attr) = take_marker(&mut f.attrs, "node") {
                     nodes.push(parse_node(cx, &attr, f.clone()));
                 } else if let Some(attr) = take_marker(&mut f.attrs, "start") {
-                    starts.push(super::start::parse(cx, &attr, f.clone()));
+                    starts.push(parse_start(cx, &attr, f.clone()));
                 }
                 kept.push(Item::Fn(f));
             }
@@ -265,7 +172,7 @@ impl Parse for NodeArg {
 }
 
 /// `a`, `a | b | END`, or `[a, b]`.
-pub(crate) fn parse_targets(input: ParseStream<'_>, key: Span) -> syn::Result<Targets> {
+fn parse_targets(input: ParseStream<'_>, key: Span) -> syn::Result<Targets> {
     if input.peek(syn::token::Bracket) {
         let content;
         bracketed!(content in input);
@@ -278,6 +185,55 @@ pub(crate) fn parse_targets(input: ParseStream<'_>, key: Span) -> syn::Result<Ta
     let names = Punctuated::<Ident, Token![|]>::parse_separated_nonempty(input)?;
     let alternatives = names.len() > 1;
     Ok(Targets { key, names: names.into_iter().collect(), alternatives })
+}
+
+/// One `key = targets` inside `#[start(..)]`.
+struct StartArg {
+    key: Ident,
+    targets: Targets,
+}
+
+impl Parse for StartArg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let key: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let targets = parse_targets(input, key.span())?;
+        Ok(Self { key, targets })
+    }
+}
+
+/// Reads `#[start(next = a | b)]` or `#[start(send = worker)]`.
+fn parse_start(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> StartDef {
+    let mut def = StartDef { item, next: None, send: None, attr: attr.to_token_stream() };
+    let syn::Meta::List(list) = &attr.meta else {
+        cx.error_spanned_by(attr, "say where a run starts: `#[start(next = a | b)]` or `#[start(send = worker)]`");
+        return def;
+    };
+    let args = match list.parse_args_with(Punctuated::<StartArg, Token![,]>::parse_terminated) {
+        Ok(args) => args,
+        Err(e) => {
+            cx.push(e);
+            return def;
+        }
+    };
+    for StartArg { key, targets } in args {
+        let slot = match key.to_string().as_str() {
+            "next" => &mut def.next,
+            "send" => &mut def.send,
+            _ => {
+                cx.error_spanned_by(
+                    &key,
+                    format!("unknown start option `{key}` (options: `next = a | b`, `send = ..`)"),
+                );
+                continue;
+            }
+        };
+        if slot.is_some() {
+            cx.error_spanned_by(&key, format!("`{key}` is given twice"));
+        }
+        *slot = Some(targets);
+    }
+    def
 }
 
 fn parse_node(cx: &mut Ctxt, attr: &syn::Attribute, item: ItemFn) -> NodeDef {

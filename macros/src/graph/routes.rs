@@ -7,8 +7,8 @@
 //! the generated enum (in a graph that does not compile anyway) so rustc does not report it a
 //! second time. A variant that names no node at all is left to rustc's "no variant" error.
 
-use super::codegen::pascal;
-use super::parse::{GraphDef, NodeDef};
+use super::case::pascal;
+use super::ir::{GraphDef, NodeDef};
 use crate::ctxt::Ctxt;
 use proc_macro2::{Ident, Spacing, TokenStream, TokenTree};
 use quote::ToTokens;
