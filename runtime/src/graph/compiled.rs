@@ -13,11 +13,11 @@ use crate::runtime::RunShared;
 use crate::state::{State, Update};
 use crate::store::Store;
 use crate::stream::{self, EventKind, RunStream, SharedWriter, Sink, StreamModes};
+use crate::trace_value::in_span;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tracing::Instrument;
 
 /// A node index, or END.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,7 +319,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         let shared = self.shared(cfg, writer, run_id)?;
         let timer = RunTimer::start(shared.metrics.as_ref(), &self.inner.name, shared.run_id, cfg.thread_id.as_deref());
         let span = crate::pregel::span::run(&self.inner.name, cfg.thread_id.as_deref(), shared.run_id);
-        let result = self.run_as_given(input, cfg, shared, sink.map(|s| &**s)).instrument(span.clone()).await;
+        let result = in_span(&span, self.run_as_given(input, cfg, shared, sink.map(|s| &**s))).await;
         crate::pregel::span::record_run(&span, &result);
         if let Some(timer) = timer {
             timer.end(outcome(&result));

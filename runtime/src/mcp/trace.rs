@@ -22,7 +22,7 @@ pub(super) fn meta() -> Option<RequestMetaObject> {
 pub(super) fn served_call(tool: &str, meta: Option<&RequestMetaObject>) -> tracing::Span {
     let span = tracing::info_span!(
         "execute_tool",
-        "otel.name" = format!("execute_tool {tool}"),
+        "otel.name" = %crate::trace_value::SpanName("execute_tool", tool),
         "otel.kind" = "server",
         "gen_ai.operation.name" = "execute_tool",
         "gen_ai.tool.name" = tool,

@@ -7,8 +7,8 @@ use crate::log::{At, LogEntryKind};
 use crate::message::Message;
 use crate::metrics::ModelCallEnded;
 use crate::stream::Written;
+use crate::trace_value::in_span;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 /// Makes the call `model` with `settings` (the model's own unless overridden), in `scope`.
 pub(crate) async fn respond<M: ChatModel + ?Sized>(
@@ -24,10 +24,14 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
     let message_id = crate::message::fresh_id();
     let span = super::span::model_call(model.provider(), model.model(), settings, &scope);
     // The hash (a canonical JSON of the whole prompt through SHA-256: most of an agent's own
-    // time per call) is made for its readers only: a subscriber that takes the span, or the log.
-    let hash = (scope.log.is_some() || !span.is_disabled()).then(|| prompt_hash(model.model(), messages, settings));
+    // time per call) is made for its readers only: the log, or a subscriber that reads the
+    // span's fields, which makes it as it formats the field (one that keeps no fields never does).
+    let hash = scope.log.is_some().then(|| prompt_hash(model.model(), messages, settings));
     if let Some(hash) = &hash {
         span.record("graphwright.prompt_hash", hash.as_str());
+    } else if !span.is_disabled() {
+        let lazy = LazyHash { model: model.model(), messages, settings };
+        span.record("graphwright.prompt_hash", tracing::field::display(&lazy));
     }
     super::span::record_prompt(&span, &scope, messages);
     let started = Instant::now();
@@ -35,7 +39,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
     // A reply's usage, kept for the metrics even when the reply then fails the budget: its
     // tokens were spent.
     let mut used = None;
-    let result = async {
+    let result = in_span(&span, async {
         loop {
             attempts += 1;
             span.record("graphwright.attempts", crate::trace_value::int(attempts));
@@ -58,8 +62,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
             tracing::warn!(attempt = attempts, ?wait, %error, "model call failed; retrying");
             tokio::time::sleep(wait).await;
         }
-    }
-    .instrument(span.clone())
+    })
     .await;
     let result = result.and_then(|mut reply| {
         if let Some(price) = &settings.price {
@@ -185,5 +188,18 @@ impl ReplySink for Forward<'_> {
             };
             writer.write(self.scope.node, self.scope.step, written);
         }
+    }
+}
+
+/// The prompt's hash, made when written out.
+struct LazyHash<'a> {
+    model: &'a str,
+    messages: &'a [Message],
+    settings: &'a ModelSettings,
+}
+
+impl std::fmt::Display for LazyHash<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&prompt_hash(self.model, self.messages, self.settings))
     }
 }

@@ -8,7 +8,7 @@
 use super::context::Scope;
 use super::{ModelError, ModelReply, ModelSettings};
 use crate::message::{Message, Role};
-use crate::trace_value::int;
+use crate::trace_value::{SpanName, int, record};
 use serde_json::{Value, json};
 use tracing::field::Empty;
 
@@ -16,7 +16,7 @@ use tracing::field::Empty;
 pub(super) fn model_call(provider: &str, model: &str, settings: &ModelSettings, scope: &Scope<'_>) -> tracing::Span {
     tracing::info_span!(
         "chat",
-        "otel.name" = format!("chat {model}"),
+        "otel.name" = %SpanName("chat", model),
         "otel.kind" = "client",
         "otel.status_code" = Empty,
         "otel.status_description" = Empty,
@@ -69,19 +69,21 @@ pub(super) fn record_reply(span: &tracing::Span, scope: &Scope<'_>, reply: &Mode
     if span.is_disabled() {
         return;
     }
-    if let Some(id) = &reply.response_id {
-        span.record("gen_ai.response.id", id.as_str());
-    }
-    if !reply.model.is_empty() {
-        span.record("gen_ai.response.model", reply.model.as_str());
-    }
     // A list in the conventions; a span field holds one value, so it is the list as JSON.
-    span.record("gen_ai.response.finish_reasons", json!([reply.finish_reason.as_str()]).to_string());
-    span.record("gen_ai.usage.input_tokens", int(reply.usage.input_tokens));
-    span.record("gen_ai.usage.output_tokens", int(reply.usage.output_tokens));
-    span.record("gen_ai.usage.cache_read.input_tokens", int(reply.usage.cached_tokens));
-    span.record("graphwright.cost", reply.usage.cost);
-    span.record("otel.status_code", "ok");
+    let finish_reasons = json!([reply.finish_reason.as_str()]).to_string();
+    record(
+        span,
+        [
+            ("gen_ai.response.id", &reply.response_id.as_deref()),
+            ("gen_ai.response.model", &(!reply.model.is_empty()).then_some(reply.model.as_str())),
+            ("gen_ai.response.finish_reasons", &finish_reasons.as_str()),
+            ("gen_ai.usage.input_tokens", &int(reply.usage.input_tokens)),
+            ("gen_ai.usage.output_tokens", &int(reply.usage.output_tokens)),
+            ("gen_ai.usage.cache_read.input_tokens", &int(reply.usage.cached_tokens)),
+            ("graphwright.cost", &reply.usage.cost),
+            ("otel.status_code", &"ok"),
+        ],
+    );
     if let Some(policy) = capturing(span, scope) {
         let mut message = convention_message(&reply.message);
         message["finish_reason"] = json!(reply.finish_reason.as_str());

@@ -321,6 +321,8 @@ impl Telemetry {
         tracing_opentelemetry::layer()
             .with_tracer(self.tracer.tracer("graphwright"))
             .with_threads(false)
+            .with_location(false)
+            .with_target(false)
             .with_tracked_inactivity(false)
             .with_filter(own_transport)
     }

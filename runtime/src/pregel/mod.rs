@@ -33,6 +33,7 @@ use crate::node::NodeOutput;
 use crate::runtime::RunShared;
 use crate::state::{State, Update};
 use crate::stream::{EventKind, Sink, StreamMode};
+use crate::trace_value::in_span;
 pub(crate) use begin::state_of;
 use begin::{Begin, On, Prepared};
 pub(crate) use load::Stored;
@@ -44,7 +45,6 @@ pub(crate) use prune::prune_thread;
 use std::sync::Arc;
 pub(crate) use task::Task;
 use task::{Slots, Tasks};
-use tracing::Instrument;
 pub(crate) use update::{AsNode, update_thread};
 
 /// Runs a graph from `state` until no task is left, persisting nothing. `input_wrote` says
@@ -197,9 +197,9 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
                 if let Some(log) = &run.log {
                     events::log_started(graph, &run, log, step, &state, &tasks);
                 }
-                let outcome = task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_deref_mut(), sink)
-                    .instrument(span::step(step, tasks.len()))
-                    .await;
+                let step_span = span::step(step, tasks.len());
+                let running = task::run_step(graph, &state, &run, at, &tasks, &mut slots, persist.as_deref_mut(), sink);
+                let outcome = in_span(&step_span, running).await;
                 if let Some(log) = &run.log {
                     events::log_finished(graph, &run, log, step, &tasks, &slots, &outcome);
                 }

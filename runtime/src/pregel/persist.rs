@@ -15,12 +15,12 @@ use crate::graph::Inner;
 use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
 use crate::state::State;
+use crate::trace_value::in_span;
 use futures::future::BoxFuture;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
-use tracing::Instrument;
 
 /// A snapshot is taken when the writes stored since the last one have grown to this many times
 /// its size: storage stays linear in the run, a load folds at most that much, and a large state
@@ -200,7 +200,7 @@ impl Persist {
                     }
                     let (ops, permits): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
                     let span = run_span.in_scope(|| super::span::checkpoint_write(&ops));
-                    let stored = saver.put_batch(&claim, ops).instrument(span.clone()).await;
+                    let stored = in_span(&span, saver.put_batch(&claim, ops)).await;
                     super::span::record_write(&span, &stored);
                     stored?;
                     drop(permits);
@@ -374,7 +374,7 @@ impl Persist {
             return stored;
         }
         Box::pin(async move {
-            let stored = stored.instrument(span.clone()).await;
+            let stored = in_span(&span, stored).await;
             super::span::record_write(&span, &stored);
             stored
         })

@@ -9,14 +9,14 @@ use crate::error::NodeError;
 use crate::graph::{CompiledNode, Halt, Inner, RunOutput};
 use crate::runtime::RunShared;
 use crate::state::State;
-use crate::trace_value::int;
+use crate::trace_value::{SpanName, int, record};
 use tracing::field::Empty;
 
 /// The span of a run of the graph named `graph`.
 pub(crate) fn run(graph: &str, thread: Option<&str>, run_id: u64) -> tracing::Span {
     tracing::info_span!(
         "invoke_agent",
-        "otel.name" = format!("invoke_agent {graph}"),
+        "otel.name" = %SpanName("invoke_agent", graph),
         "otel.status_code" = Empty,
         "otel.status_description" = Empty,
         "gen_ai.operation.name" = "invoke_agent",
@@ -46,18 +46,19 @@ pub(crate) fn record_run<S>(span: &tracing::Span, result: &Result<RunOutput<S>, 
             return;
         }
     };
-    span.record("graphwright.steps", int(out.steps));
-    span.record("gen_ai.usage.input_tokens", int(out.usage.input_tokens));
-    span.record("gen_ai.usage.output_tokens", int(out.usage.output_tokens));
-    span.record("graphwright.model_calls", int(out.usage.calls));
+    record(
+        span,
+        [
+            ("graphwright.steps", &int(out.steps)),
+            ("gen_ai.usage.input_tokens", &int(out.usage.input_tokens)),
+            ("gen_ai.usage.output_tokens", &int(out.usage.output_tokens)),
+            ("graphwright.model_calls", &int(out.usage.calls)),
+        ],
+    );
     match result {
-        Ok(out) if out.is_interrupted() => {
-            span.record("graphwright.run.status", "interrupted");
-            span.record("otel.status_code", "ok");
-        }
-        Ok(_) => {
-            span.record("graphwright.run.status", "success");
-            span.record("otel.status_code", "ok");
+        Ok(out) => {
+            let status = if out.is_interrupted() { "interrupted" } else { "success" };
+            record(span, [("graphwright.run.status", &status), ("otel.status_code", &"ok")]);
         }
         Err(_) => record_failed_run(span, result),
     }
@@ -78,7 +79,7 @@ fn record_failed_run<S>(span: &tracing::Span, result: &Result<RunOutput<S>, Halt
 pub(super) fn step(step: u64, tasks: usize) -> tracing::Span {
     tracing::info_span!(
         "step",
-        "otel.name" = format!("step {step}"),
+        "otel.name" = %SpanName("step", step),
         "graphwright.step" = int(step),
         "graphwright.tasks" = int(tasks)
     )
@@ -94,11 +95,11 @@ pub(super) fn node<S: State, C>(
 ) -> tracing::Span {
     tracing::info_span!(
         "node",
-        "otel.name" = %node.name,
+        "otel.name" = &*node.name,
         "otel.status_code" = Empty,
         "otel.status_description" = Empty,
-        "graphwright.graph" = %graph.name,
-        "graphwright.node" = %node.name,
+        "graphwright.graph" = &*graph.name,
+        "graphwright.node" = &*node.name,
         "graphwright.step" = int(step),
         "graphwright.task" = int(index),
         "graphwright.attempt" = int(attempt),
@@ -120,11 +121,11 @@ pub(super) fn skipped<S: State, C>(graph: &Inner<S, C>, node: &CompiledNode<S, C
 /// Awaits one attempt and says on `span` how it ended.
 pub(super) async fn observed<T, C>(
     attempt: impl Future<Output = Result<T, NodeError>>,
-    span: tracing::Span,
+    span: &tracing::Span,
     run: &RunShared<C>,
 ) -> Result<T, NodeError> {
     let result = attempt.await;
-    record_attempt(&span, &result, run);
+    record_attempt(span, &result, run);
     result
 }
 

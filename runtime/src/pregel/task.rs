@@ -10,6 +10,7 @@ use crate::pregel::{boxed, events};
 use crate::runtime::{RunShared, Runtime, TaskInfo};
 use crate::state::State;
 use crate::stream::Sink;
+use crate::trace_value::in_span;
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::any::Any;
@@ -17,7 +18,6 @@ use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
-use tracing::Instrument;
 
 /// The tasks of a step, inline when there is one (see [`Slots`]).
 pub(crate) type Tasks = smallvec::SmallVec<[Task; 1]>;
@@ -291,8 +291,8 @@ async fn run_attempts<S: State, C: Send + Sync + 'static>(
     loop {
         let rt = runtime(run, at, index, task, attempt, results.clone());
         let span = super::span::node(graph, node, at.step, index, attempt);
-        let attempted = super::span::observed(attempt_once(node, state, &rt, task), span.clone(), run);
-        let error = match attempted.instrument(span).await {
+        let attempted = super::span::observed(attempt_once(node, state, &rt, task), &span, run);
+        let error = match in_span(&span, attempted).await {
             Ok(output) => return Ok(output),
             Err(error) => error,
         };

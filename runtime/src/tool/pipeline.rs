@@ -10,12 +10,12 @@ use super::{Tool, ToolError, support, validate};
 use crate::error::NodeError;
 use crate::message::{Message, ToolCall, fresh_id};
 use crate::metrics::ToolCallEnded;
+use crate::trace_value::in_span;
 use futures::FutureExt;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::Instrument;
 
 /// What running calls needs of the node that runs them: its tools, their policies, and where its
 /// events go. Plain borrowed data, so the pipeline sits below the node rather than beside it.
@@ -35,16 +35,13 @@ pub(crate) async fn run_all(node: &Calls<'_>, calls: &[ToolCall], env: &ToolEnv)
         .map(|(index, call)| {
             let first = *first_use.entry(call.id.as_str()).or_insert(index);
             let duplicate_of = (first != index).then_some(first);
-            let span = super::span::tool_call(call, index, env);
-            durable_one(node, index, call, duplicate_of, env).instrument(span)
+            durable_one(node, index, call, duplicate_of, env)
         })
         .collect();
     futures::future::join_all(runs).await
 }
 
-/// One call inside a graph's task: answered from its stored result when an earlier run of the
-/// task finished it, otherwise run, and its answer stored as soon as it is known (see
-/// `pregel::calls`). The slot is the call's position in `calls`, the key its id.
+/// One call, inside its span.
 async fn durable_one(
     node: &Calls<'_>,
     index: usize,
@@ -52,19 +49,36 @@ async fn durable_one(
     duplicate_of: Option<usize>,
     env: &ToolEnv,
 ) -> Message {
-    let Some(results) = &env.results else { return run_one(node, index, call, duplicate_of, env).await };
+    let span = super::span::tool_call(call, index, env);
+    // The span goes down by reference, to say how the call ended: cheaper than finding the
+    // current span again.
+    in_span(&span, stored_or_run(node, index, call, duplicate_of, env, &span)).await
+}
+
+/// One call inside a graph's task: answered from its stored result when an earlier run of the
+/// task finished it, otherwise run, and its answer stored as soon as it is known (see
+/// `pregel::calls`). The slot is the call's position in `calls`, the key its id.
+async fn stored_or_run(
+    node: &Calls<'_>,
+    index: usize,
+    call: &ToolCall,
+    duplicate_of: Option<usize>,
+    env: &ToolEnv,
+    span: &tracing::Span,
+) -> Message {
+    let Some(results) = &env.results else { return run_one(node, index, call, duplicate_of, env, span).await };
     let slot = u32::try_from(index).unwrap_or(u32::MAX);
     if let Some(saved) = results.get(slot, &call.id) {
         match serde_json::from_value::<Message>(saved) {
             Ok(message) => {
                 tracing::debug!("answered from the call's stored result");
-                super::span::record_stored(&tracing::Span::current(), &message);
+                super::span::record_stored(span, &message);
                 return message;
             }
             Err(error) => tracing::warn!(%error, "a stored call result is not a message; running the call again"),
         }
     }
-    let message = run_one(node, index, call, duplicate_of, env).await;
+    let message = run_one(node, index, call, duplicate_of, env, span).await;
     if duplicate_of.is_none() {
         match serde_json::to_value(&message) {
             Ok(value) => results.put(slot, &call.id, value).await,
@@ -80,6 +94,7 @@ async fn run_one(
     call: &ToolCall,
     duplicate_of: Option<usize>,
     env: &ToolEnv,
+    span: &tracing::Span,
 ) -> Message {
     let policy = node.policies.of(&call.name);
     let scope = CallScope {
@@ -99,7 +114,7 @@ async fn run_one(
     let mut attempts = 0;
     let started = env.metrics.as_ref().map(|metrics| (metrics, tokio::time::Instant::now()));
     let outcome = checked_run(node, call, index, duplicate_of, env, &policy, &scope, &mut attempts).await;
-    super::span::record_outcome(&tracing::Span::current(), env, &outcome, attempts);
+    super::span::record_outcome(span, env, &outcome, attempts);
     if let Some((metrics, started)) = started {
         let error = outcome.as_ref().err().map(ToolError::kind);
         metrics.tool_call_ended(&ToolCallEnded { tool: &call.name, attempts, duration: started.elapsed(), error });

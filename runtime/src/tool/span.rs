@@ -6,19 +6,19 @@ use super::ToolError;
 use super::output::ToolOutput;
 use super::runtime::ToolEnv;
 use crate::message::{Message, ToolCall};
-use crate::trace_value::int;
+use crate::trace_value::{SpanName, int, record};
 use tracing::field::Empty;
 
 /// The span of the call at `index` of a model's reply.
 pub(super) fn tool_call(call: &ToolCall, index: usize, env: &ToolEnv) -> tracing::Span {
     let span = tracing::info_span!(
         "execute_tool",
-        "otel.name" = format!("execute_tool {}", call.name),
+        "otel.name" = %SpanName("execute_tool", &call.name),
         "otel.status_code" = Empty,
         "otel.status_description" = Empty,
         "gen_ai.operation.name" = "execute_tool",
-        "gen_ai.tool.name" = %call.name,
-        "gen_ai.tool.call.id" = %call.id,
+        "gen_ai.tool.name" = call.name.as_str(),
+        "gen_ai.tool.call.id" = call.id.as_str(),
         "gen_ai.tool.type" = "function",
         "gen_ai.tool.call.arguments" = Empty,
         "gen_ai.tool.call.result" = Empty,
@@ -49,11 +49,17 @@ pub(super) fn record_outcome(
     if span.is_disabled() {
         return;
     }
-    span.record("graphwright.tool.attempts", int(attempts));
+    let attempts = int(attempts);
     match outcome {
         Ok(output) => {
-            span.record("graphwright.tool.outcome", "ok");
-            span.record("otel.status_code", "ok");
+            record(
+                span,
+                [
+                    ("graphwright.tool.attempts", &attempts),
+                    ("graphwright.tool.outcome", &"ok"),
+                    ("otel.status_code", &"ok"),
+                ],
+            );
             if let Some(policy) = capturing(span, env) {
                 match output {
                     ToolOutput::Text(text) => span.record("gen_ai.tool.call.result", text.as_str()),
@@ -62,10 +68,17 @@ pub(super) fn record_outcome(
             }
         }
         Err(error) => {
-            span.record("graphwright.tool.outcome", error.kind());
-            span.record("error.type", error.kind());
-            span.record("otel.status_code", "error");
-            span.record("otel.status_description", error.to_string());
+            let description = error.to_string();
+            record(
+                span,
+                [
+                    ("graphwright.tool.attempts", &attempts),
+                    ("graphwright.tool.outcome", &error.kind()),
+                    ("error.type", &error.kind()),
+                    ("otel.status_code", &"error"),
+                    ("otel.status_description", &description.as_str()),
+                ],
+            );
         }
     }
 }
