@@ -302,7 +302,9 @@ impl std::fmt::Debug for Telemetry {
 impl Telemetry {
     /// The `tracing` layer that turns spans into OpenTelemetry spans for this export. It takes
     /// spans at `INFO` and above, and none from the HTTP and gRPC crates the export itself
-    /// uses (which would otherwise trace their own exporting).
+    /// uses (which would otherwise trace their own exporting). Spans go out without source
+    /// locations (`code.*`) or `target`: on a run's spans they would name the same few lines of
+    /// this crate, at a cost in every span's size and export.
     pub fn layer<S>(&self) -> impl Layer<S> + use<S>
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,
