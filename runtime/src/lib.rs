@@ -82,6 +82,7 @@ pub mod message;
 pub mod metrics;
 pub mod model;
 pub mod node;
+mod node_error;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod policy;

@@ -383,7 +383,7 @@ impl<C> Runtime<C> {
     pub fn interrupt<V: Serialize, R: DeserializeOwned>(&self, value: V) -> Result<R, NodeError> {
         // A task of an entrypoint numbers its interrupts in a range of its own call's, so a
         // replayed task before it (whose interrupts are not asked again) shifts nothing.
-        let call = match crate::functional::task_interrupt_call() {
+        let call = match crate::functional::scope::Flow::task_interrupt_call() {
             Some(call) => call?,
             None => self.interrupt_calls.fetch_add(1, Ordering::Relaxed),
         };
@@ -415,7 +415,7 @@ impl<C: Send + Sync> crate::model::CallContext for Runtime<C> {
         crate::model::Scope {
             meter: &self.run.meter,
             writer: self.run.writer.as_deref(),
-            node: crate::functional::current_task().unwrap_or_else(|| self.node()),
+            node: crate::functional::scope::Flow::current_task().unwrap_or_else(|| self.node()),
             step: self.step(),
             run_id: self.run.run_id,
             thread: self.thread_id(),

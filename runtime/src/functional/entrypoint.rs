@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
 
 /// What an entrypoint returns when the value it saves for the next run on the thread (its
 /// `previous`) is not the value it returns (LangGraph's `entrypoint.final`).
@@ -263,5 +264,26 @@ impl<I: Serialize, O: DeserializeOwned, C: Send + Sync + 'static> Entrypoint<I, 
 
     fn refused(&self, reason: String) -> GraphError {
         GraphError::Entrypoint { entrypoint: self.graph.name().to_owned(), reason }
+    }
+}
+
+/// An entrypoint's run as its task calls see it, made from the node's handle on the run.
+impl Flow {
+    /// The run of the task `rt` belongs to (the entrypoint's node), for entrypoint `entrypoint`.
+    pub(crate) fn new<C: Send + Sync + 'static>(rt: crate::Runtime<C>, entrypoint: Arc<str>) -> Self {
+        Self {
+            context: std::any::type_name::<C>(),
+            entrypoint,
+            results: rt.results.clone(),
+            cache: rt.run.cache.clone(),
+            user: rt.run.user.clone(),
+            writer: rt.run.writer.clone(),
+            step: rt.step(),
+            runtime: Arc::new(rt),
+            next_call: AtomicU32::new(0),
+            inside_task: false,
+            task: None,
+            interrupts: None,
+        }
     }
 }

@@ -49,22 +49,13 @@
 //! Tasks called by a task run as part of it (their results are stored with its result).
 
 mod entrypoint;
-mod scope;
+pub(crate) mod scope;
 mod state;
 mod task;
 
 pub use entrypoint::{Entrypoint, EntrypointBuilder, EntrypointFn, Final, Returned};
 pub use state::{FlowState, FlowStateUpdate};
 
-/// The task whose body is being polled, if any.
-pub(crate) fn current_task() -> Option<&'static str> {
-    scope::Flow::current_task()
-}
-
-/// The number of an interrupt raised now, if by a task of an entrypoint.
-pub(crate) fn task_interrupt_call() -> Option<Result<u32, crate::NodeError>> {
-    scope::Flow::task_interrupt_call()
-}
 pub use task::{TaskArg, TaskBody, TaskError, TaskFuture, TaskOptions, TaskRuntime, TaskValue};
 
 /// What `#[entrypoint]` and `#[task]` expand to call.

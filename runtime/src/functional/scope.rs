@@ -33,14 +33,14 @@ pub(crate) struct Flow {
     pub(crate) writer: Option<SharedWriter>,
     pub(crate) step: u64,
     /// The next call's position among the entrypoint's task calls.
-    next_call: AtomicU32,
+    pub(super) next_call: AtomicU32,
     /// Whether the code being polled is a task's (whose own task calls are not stored).
     pub(crate) inside_task: bool,
     /// The task being polled, if the code is a task's: what its model calls stream under.
-    task: Option<&'static str>,
+    pub(super) task: Option<&'static str>,
     /// The interrupt numbers of the entrypoint's task call the code belongs to, if it is a
     /// task's (shared with the tasks that task calls).
-    interrupts: Option<Arc<TaskInterrupts>>,
+    pub(super) interrupts: Option<Arc<TaskInterrupts>>,
 }
 
 /// Where the interrupts raised inside one of the entrypoint's task calls are numbered: from
@@ -62,24 +62,6 @@ const TASK_INTERRUPT_SLOTS: u32 = 1 << 9;
 const NUMBERED_CALLS: u32 = (1 << 29) / TASK_INTERRUPT_SLOTS;
 
 impl Flow {
-    /// The run of the task `rt` belongs to (the entrypoint's node), for entrypoint `entrypoint`.
-    pub(crate) fn new<C: Send + Sync + 'static>(rt: crate::Runtime<C>, entrypoint: Arc<str>) -> Self {
-        Self {
-            context: std::any::type_name::<C>(),
-            entrypoint,
-            results: rt.results.clone(),
-            cache: rt.run.cache.clone(),
-            user: rt.run.user.clone(),
-            writer: rt.run.writer.clone(),
-            step: rt.step(),
-            runtime: Arc::new(rt),
-            next_call: AtomicU32::new(0),
-            inside_task: false,
-            task: None,
-            interrupts: None,
-        }
-    }
-
     /// The same run as the body of task `task` sees it: the entrypoint's call `call` of it, or
     /// (`None`) a call made inside the task being polled, whose interrupts count as that task's.
     pub(crate) fn for_task(&self, task: &'static str, call: Option<u32>) -> Self {
@@ -147,18 +129,5 @@ impl Flow {
     /// Polls `future` as part of this run.
     pub(crate) async fn scope<T>(self: Arc<Self>, future: impl Future<Output = T>) -> T {
         FLOW.scope(self, future).await
-    }
-
-    /// The run's `Runtime<C>`, for a task that takes one.
-    pub(crate) fn runtime<C: Send + Sync + 'static>(&self, task: &str) -> Result<&crate::Runtime<C>, NodeError> {
-        self.runtime.downcast_ref::<crate::Runtime<C>>().ok_or_else(|| {
-            NodeError::msg(format!(
-                "task `{task}` takes a `Runtime<{}>`, but entrypoint `{}` runs with a `Runtime<{}>`: give the task \
-                 the entrypoint's context type",
-                std::any::type_name::<C>(),
-                self.entrypoint,
-                self.context
-            ))
-        })
     }
 }

@@ -454,3 +454,19 @@ fn replayed(flow: &Flow, call: u32, task: &'static str, digest: &str, stored: &s
 fn short(digest: &str) -> &str {
     &digest[..digest.len().min(12)]
 }
+
+/// The run's handle, for a task that takes one.
+impl Flow {
+    /// The run's `Runtime<C>`, for a task that takes one.
+    pub(crate) fn runtime<C: Send + Sync + 'static>(&self, task: &str) -> Result<&crate::Runtime<C>, NodeError> {
+        self.runtime.downcast_ref::<crate::Runtime<C>>().ok_or_else(|| {
+            NodeError::msg(format!(
+                "task `{task}` takes a `Runtime<{}>`, but entrypoint `{}` runs with a `Runtime<{}>`: give the task \
+                 the entrypoint's context type",
+                std::any::type_name::<C>(),
+                self.entrypoint,
+                self.context
+            ))
+        })
+    }
+}

@@ -1,9 +1,10 @@
 //! The dynamic builder.
 
-use super::DEFAULT_RECURSION_LIMIT;
-use super::compiled::{CompiledGraph, CompiledNode, Inner, JoinSpec, LinkedRouter, Router, Start, StartSendFn, Target};
+use super::compiled::CompiledGraph;
+use super::inner::{CompiledNode, Inner, JoinSpec, LinkedRouter, Router, Start, StartSendFn, Target};
 use super::into_node::{IntoNode, IntoPayloadNode};
 use super::node_spec::{NodeSpec, PayloadType, Shape};
+use super::subgraph::IntoSubgraph;
 use crate::cache::Cache;
 use crate::checkpoint::{Checkpointer, MemorySaver};
 use crate::error::BuildError;
@@ -15,6 +16,12 @@ use graphwright_wiring::{NodeDecl, Topology};
 use std::any::TypeId;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+
+/// The default bound on super-steps per run. LangGraph's is 10 007 (since March 2026): a
+/// long agent loop takes two steps per tool call, and a lower limit surprised its users. An
+/// accidental loop in a graphwright graph reaches 10 000 steps in milliseconds, so the bound
+/// costs nothing in the failure case and never trips a healthy agent.
+pub const DEFAULT_RECURSION_LIMIT: u64 = 10_000;
 
 /// Builds a graph at run time; `compile` checks it with the same rules `#[graph]` checks at
 /// compile time. The `#[graph]` macro expands to calls of this builder.
@@ -263,7 +270,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         mut self,
         from: impl Into<String>,
         targets: Vec<String>,
-        pick: super::compiled::RouterFn<S>,
+        pick: super::inner::RouterFn<S>,
     ) -> Self {
         let targets = targets.into_iter().map(std::borrow::Cow::Owned).collect();
         self.routers.push((from.into(), Router { targets, pick }));
@@ -691,5 +698,12 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
             cache: self.cache,
             busy: Mutex::default(),
         })
+    }
+}
+
+/// A builder given as a subgraph compiles with its parent (its wiring errors are the parent's).
+impl<S: State, C: Send + Sync + 'static> IntoSubgraph<S, C> for StateGraph<S, C> {
+    fn into_subgraph(self) -> Result<CompiledGraph<S, C>, BuildError> {
+        self.compile()
     }
 }

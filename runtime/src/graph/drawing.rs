@@ -1,8 +1,9 @@
 //! A compiled graph's shape as data ([`Drawing`]): its nodes and edges, and its subgraph nodes
 //! described, for tools that draw or describe it.
 
-use super::compiled::{CompiledGraph, Inner, Target};
+use super::compiled::CompiledGraph;
 use super::describe::{Drawing, DrawnEdge, Subgraph};
+use super::inner::{Inner, Target};
 use crate::node::{END, START};
 use crate::state::State;
 

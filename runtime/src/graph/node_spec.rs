@@ -139,7 +139,7 @@ pub struct NodeSpec<S: State, C> {
     pub(crate) shape: Shape,
     pub(crate) takes: Option<PayloadType>,
     /// The graph the node runs, for a subgraph node: how to read its checkpoints.
-    pub(crate) subgraph: Option<Arc<dyn super::subgraph::Inspect>>,
+    pub(crate) subgraph: Option<Arc<dyn super::inspect::Inspect>>,
 }
 
 impl<S: State, C: Send + Sync + 'static> NodeSpec<S, C> {

@@ -12,8 +12,11 @@
 //! runs it as an async node.
 
 use super::compiled::CompiledGraph;
-use super::compiled::Inner;
+use super::inner::Inner;
+use super::inspect::Inspect;
 use super::node_spec::{NodeResult, NodeSpec, PayloadType, Shape, take_payload};
+use super::parent_goto::ParentGotoError;
+use super::snapshot::SubgraphSnapshot;
 use crate::checkpoint::Checkpointer;
 use crate::command::{RunCommand, RunInput};
 use crate::config::RunConfig;
@@ -133,12 +136,6 @@ impl<S: State, C> IntoSubgraph<S, C> for CompiledGraph<S, C> {
     }
 }
 
-impl<S: State, C: Send + Sync + 'static> IntoSubgraph<S, C> for crate::StateGraph<S, C> {
-    fn into_subgraph(self) -> Result<CompiledGraph<S, C>, BuildError> {
-        self.compile()
-    }
-}
-
 /// A subgraph that failed, as the error of the node that ran it.
 #[derive(Debug, thiserror::Error)]
 #[error("subgraph `{graph}` failed: {source}")]
@@ -148,55 +145,6 @@ pub struct SubgraphError {
     /// What went wrong inside it.
     #[source]
     pub source: GraphError,
-}
-
-/// Why a subgraph's [`Runtime::goto_parent`] could not be followed (the error of the node that
-/// called it, or of the subgraph node).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParentGotoError {
-    /// The graph was run on its own, so there is no parent to go to.
-    #[error(
-        "node `{node}` asked to go to `{target}` in the parent graph, but its graph runs on its own, not as a subgraph"
-    )]
-    NoParent {
-        /// The node that asked.
-        node: String,
-        /// Where it asked to go.
-        target: String,
-    },
-    /// The subgraph node follows its edges, so it cannot go where the subgraph asks.
-    #[error(
-        "the subgraph of node `{node}` asked to go to `{target}`, but `{node}` has no targets to choose from: \
-         declare them with `#[node(subgraph, next = a | b)]` (or `add_routed_subgraph`)"
-    )]
-    Unrouted {
-        /// The subgraph node.
-        node: String,
-        /// Where its subgraph asked to go.
-        target: String,
-    },
-    /// The subgraph asked for a node that is not among the subgraph node's targets.
-    #[error("the subgraph of node `{node}` asked to go to `{target}`, which is not one of its targets ({})", targets.join(", "))]
-    NotATarget {
-        /// The subgraph node.
-        node: String,
-        /// Where its subgraph asked to go.
-        target: String,
-        /// The node's targets.
-        targets: Vec<String>,
-    },
-    /// The subgraph node chooses its next node by the subgraph's request, and none came.
-    #[error(
-        "node `{node}` goes where its subgraph says ({}), but the subgraph ended without calling `goto_parent`",
-        targets.join(", ")
-    )]
-    Missing {
-        /// The subgraph node.
-        node: String,
-        /// The node's targets.
-        targets: Vec<String>,
-    },
 }
 
 /// The node that runs `child` from the state: it follows its edges (`Shape::Update`, no
@@ -270,41 +218,6 @@ pub(crate) fn key(parent: &str, segment: &str) -> String {
 /// The namespace segment of the subgraph run by task `task` of `checkpoint`, running `node`.
 pub(crate) fn segment(node: &str, checkpoint: &str, task: u32) -> String {
     format!("{node}:{checkpoint}:{task}")
-}
-
-/// Reading a subgraph's checkpoints without knowing its state type.
-pub(crate) trait Inspect: Send + Sync {
-    /// The subgraph's state under `key` in `saver`, with its own subgraphs', if it has one.
-    fn snapshot<'a>(
-        &'a self,
-        saver: &'a Arc<dyn Checkpointer>,
-        key: String,
-        namespace: Vec<String>,
-    ) -> futures::future::BoxFuture<'a, Result<Option<SubgraphSnapshot>, GraphError>>;
-
-    /// The subgraph, as run by the node `node`, described without its types.
-    fn describe(&self, node: &str) -> super::describe::Subgraph;
-}
-
-/// A subgraph's state as [`CompiledGraph::get_state_with_subgraphs`] shows it, inside the
-/// [`PendingTask`](crate::PendingTask) that runs it. Its state and updates are JSON: their types
-/// are the subgraph's.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct SubgraphSnapshot {
-    /// Where it sits: one `node:checkpoint:task` segment per level, outermost first (as
-    /// [`Event::namespace`](crate::Event::namespace) names it).
-    pub namespace: Vec<String>,
-    /// The subgraph's state.
-    pub state: serde_json::Value,
-    /// Its nodes that run next.
-    pub next: Vec<String>,
-    /// Its tasks, each with the subgraph it runs in turn, if any.
-    pub tasks: Vec<crate::PendingTask<serde_json::Value>>,
-    /// Its checkpoint.
-    pub checkpoint_id: String,
-    /// The interrupts waiting inside it.
-    pub interrupts: Vec<Interrupt>,
 }
 
 impl<CS: State, C: Send + Sync + 'static> Inspect for Child<CS, C> {
@@ -431,7 +344,7 @@ impl<CS: State + FullUpdate, C: Send + Sync + 'static> Child<CS, C> {
     }
 
     /// [`Child::run`] for a run that neither stores nor streams, of a subgraph whose nodes are
-    /// all sync ([`Inner::runs_in_place`](super::compiled::Inner)): nothing in its loop ever
+    /// all sync ([`Inner::runs_in_place`](super::inner::Inner)): nothing in its loop ever
     /// waits, so the loop is polled once, on the stack, with no box and no task of its own.
     fn run_in_place<P: State>(
         &self,

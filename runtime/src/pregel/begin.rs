@@ -6,7 +6,7 @@ use super::load::{Stored, load_state};
 use super::persist::{Branch, Persist, saved_outputs};
 use super::planner::Planner;
 use super::record::{self, Body, OUTPUT_INDEX};
-use super::task::{Slots, Tasks};
+use super::step::{Slots, Tasks};
 use crate::checkpoint::{CheckpointRecord, Claim, Source};
 use crate::command::RunCommand;
 use crate::config::Durability;

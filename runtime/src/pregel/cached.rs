@@ -7,7 +7,7 @@
 use super::Task;
 use super::codec;
 use super::record;
-use super::task::Stop;
+use super::step::Stop;
 use crate::cache::Cache;
 use crate::checkpoint::CheckpointError;
 use crate::error::{GraphError, NodeError};

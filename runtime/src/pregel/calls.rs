@@ -3,9 +3,8 @@
 //! crash, an interrupt, a failure or a retry) a call that had finished is answered from its
 //! stored result instead of running twice.
 
-use super::record;
-use crate::checkpoint::{BatchOp, CheckpointError, Checkpointer, Claim};
-use crate::error::GraphError;
+use super::format;
+use crate::checkpoint::{BatchOp, CheckpointError, Checkpointer, Claim, WriteRecord};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -19,7 +18,7 @@ pub(crate) struct CallStore {
     /// The background writer under `Durability::Async`: a result goes through it, after the
     /// checkpoint it belongs to, so it is never stored against a checkpoint a crash lost. Weak:
     /// the writer stops once the run drops its own sender, whatever tasks still hold.
-    pub(crate) queue: Option<tokio::sync::mpsc::WeakSender<super::persist::QueuedOp>>,
+    pub(crate) queue: Option<tokio::sync::mpsc::WeakSender<super::writer::QueuedOp>>,
 }
 
 /// The call results of one task, by slot (the call's position among the task's calls) with the
@@ -72,24 +71,18 @@ impl CallResults {
     /// output; only a crash before the step ends could run it again.
     pub(crate) async fn put(&self, slot: u32, key: &str, value: Value) {
         if let Some(place) = &self.place {
-            let sealed = record::encode_result(key, &value).map(|payload| {
-                record::seal_write(
-                    &place.store.thread,
-                    &place.checkpoint,
-                    place.task,
-                    record::result_index(slot),
-                    payload,
-                )
-            });
-            let stored = match (sealed, &place.store.queue) {
-                (Ok(write), Some(queue)) => match queue.upgrade() {
-                    Some(queue) => queue.send((BatchOp::Writes(vec![write]), None)).await.map_err(|_| writer_stopped()),
-                    None => Err(writer_stopped()),
-                },
-                (Ok(write), None) => {
-                    place.store.saver.put_writes(&place.store.claim, vec![write]).await.map_err(Into::into)
+            let stored = match format::encode_result(key, &value) {
+                Ok(payload) => {
+                    let write = format::seal_write(
+                        &place.store.thread,
+                        &place.checkpoint,
+                        place.task,
+                        format::result_index(slot),
+                        payload,
+                    );
+                    place.store.store(write).await
                 }
-                (Err(error), _) => Err(error),
+                Err(unstorable) => Err(unstorable.to_string()),
             };
             if let Err(error) = stored {
                 tracing::warn!(call = key, %error, "could not store a finished call's result; a crash now would run it again");
@@ -100,6 +93,20 @@ impl CallResults {
     }
 }
 
-fn writer_stopped() -> GraphError {
-    CheckpointError::backend("store a call's result", "the run's background writer has stopped").into()
+impl CallStore {
+    /// Stores `write`: through the background writer when there is one (after the checkpoint it
+    /// belongs to), else at once. Why it could not be stored, as text for the run's log.
+    async fn store(&self, write: WriteRecord) -> Result<(), String> {
+        match &self.queue {
+            Some(queue) => match queue.upgrade() {
+                Some(queue) => queue.send((BatchOp::Writes(vec![write]), None)).await.map_err(|_| writer_stopped()),
+                None => Err(writer_stopped()),
+            },
+            None => self.saver.put_writes(&self.claim, vec![write]).await.map_err(|error| error.to_string()),
+        }
+    }
+}
+
+fn writer_stopped() -> String {
+    CheckpointError::backend("store a call's result", "the run's background writer has stopped").to_string()
 }

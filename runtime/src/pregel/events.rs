@@ -1,7 +1,7 @@
 //! Step events for streamed runs: built only when their mode was asked for.
 
 use super::Task;
-use super::task::{StepResult, Stop};
+use super::step::{StepResult, Stop};
 use crate::error::GraphError;
 use crate::graph::Inner;
 use crate::log::{self, RunLog};

@@ -8,11 +8,14 @@
 //! thread adds persistence at the step boundaries (see `persist`), and nothing else.
 
 mod begin;
+mod boxed;
 mod cached;
 pub(crate) use cached::namespace as cache_namespace;
 pub(crate) mod calls;
 pub(crate) mod codec;
 mod events;
+pub(crate) mod format;
+mod hold;
 mod load;
 mod merge;
 mod persist;
@@ -20,8 +23,11 @@ mod planner;
 mod prune;
 pub(crate) mod record;
 pub(crate) mod span;
+mod step;
 mod task;
 mod update;
+mod write_span;
+mod writer;
 
 use crate::checkpoint::Source;
 use crate::command::RunInput;
@@ -36,16 +42,18 @@ use crate::stream::{EventKind, Sink, StreamMode};
 use crate::trace_value::in_span;
 pub(crate) use begin::state_of;
 use begin::{Begin, On, Prepared};
+pub(crate) use boxed::boxed;
+use hold::{Held, ThreadLock};
 pub(crate) use load::Stored;
-pub use persist::MAX_STEPS_AHEAD;
-pub(crate) use persist::room_ahead;
-use persist::{Held, Persist, StepEnding, ThreadLock};
+use persist::{Persist, StepEnding};
 use planner::Planner;
 pub(crate) use prune::prune_thread;
 use std::sync::Arc;
-pub(crate) use task::Task;
-use task::{Slots, Tasks};
+pub(crate) use step::Task;
+use step::{Slots, Tasks};
 pub(crate) use update::{AsNode, update_thread};
+pub use writer::MAX_STEPS_AHEAD;
+pub(crate) use writer::room_ahead;
 
 /// Runs a graph from `state` until no task is left, persisting nothing. `input_wrote` says
 /// whether the input wrote anything (a `values` stream starts with the state only then). The
@@ -128,17 +136,6 @@ struct Start<S: State> {
     /// A `values` stream starts with the state as it is (after an input that wrote something,
     /// or on a resume).
     initial_values: bool,
-}
-
-/// Boxes the future `make` makes, making it in a frame of its own.
-///
-/// `Box::pin(f(..))` makes the future in the caller's stack frame and copies it into the box:
-/// the caller's frame then has room for every future it ever boxes, however rarely, and a run's
-/// loop (whose frames stack up once per level of subgraphs) would touch several kilobytes of
-/// stack per level. Here the rare futures (storing, streaming, failing) take room only when made.
-#[inline(never)]
-pub(crate) fn boxed<F: Future>(make: impl FnOnce() -> F) -> std::pin::Pin<Box<F>> {
-    Box::pin(make())
 }
 
 /// On a failure to store the state, drops it where a deeply nested value cannot overflow the

@@ -5,6 +5,7 @@ use super::Task;
 use super::load::{SavedOutput, Stored};
 use super::planner::Planner;
 use super::record::{self, BodyParts, Ending, Folded, OUTCOME_TASK, OUTPUT_INDEX, Outcome};
+use super::writer::Writer;
 use crate::checkpoint::id::{new_checkpoint_id_at, now_micros};
 use crate::checkpoint::{
     BatchOp, CheckpointError, CheckpointRecord, Checkpointer, Claim, FORMAT_VERSION, Source, WriteRecord,
@@ -17,10 +18,8 @@ use crate::node::NodeOutput;
 use crate::state::State;
 use crate::trace_value::in_span;
 use futures::future::BoxFuture;
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio::task::JoinHandle;
+use std::sync::Arc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// A snapshot is taken when the writes stored since the last one have grown to this many times
 /// its size: storage stays linear in the run, a load folds at most that much, and a large state
@@ -29,110 +28,6 @@ const WRITES_PER_SNAPSHOT: usize = 2;
 
 /// Snapshots are taken at least this often, to bound how far back a load must fold.
 const MAX_CHECKPOINTS_BETWEEN_SNAPSHOTS: u32 = 256;
-
-/// Under [`Durability::Async`], how many checkpoints may wait for the store: a run goes on to
-/// the next step only while fewer than this are queued or being stored (its own and those of
-/// the subgraphs it runs, which share the count), so a slow store slows
-/// the run instead of letting it race ahead, and a crash loses at most this many steps. 64 lets
-/// a store that pays a disk flush per commit take many fast steps per commit; steps that call a
-/// model or a tool never get near it.
-pub const MAX_STEPS_AHEAD: usize = 64;
-
-/// The room for checkpoints waiting for `saver` that a run under `durability` shares with the
-/// runs of its subgraphs: [`MAX_STEPS_AHEAD`] permits under `Async`, none where nothing waits
-/// (other durabilities, and a store written in line).
-pub(crate) fn room_ahead(durability: Durability, saver: &dyn Checkpointer) -> Option<Arc<Semaphore>> {
-    (durability == Durability::Async && !saver.stores_in_memory()).then(|| Arc::new(Semaphore::new(MAX_STEPS_AHEAD)))
-}
-
-/// How many operations the background writer's queue holds (task writes and checkpoints).
-const WRITER_QUEUE: usize = 64;
-
-/// Holds a thread for one run in this graph; a second run on the same thread in this process is
-/// refused at once, before the store is asked.
-pub(crate) struct ThreadLock<'g> {
-    busy: &'g Mutex<HashSet<Arc<str>>>,
-    thread: Arc<str>,
-}
-
-impl<'g> ThreadLock<'g> {
-    pub(crate) fn acquire(busy: &'g Mutex<HashSet<Arc<str>>>, thread: &Arc<str>) -> Result<Self, GraphError> {
-        let mut held = busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !held.insert(Arc::clone(thread)) {
-            return Err(GraphError::ThreadBusy { thread: thread.to_string() });
-        }
-        Ok(Self { busy, thread: Arc::clone(thread) })
-    }
-}
-
-impl Drop for ThreadLock<'_> {
-    fn drop(&mut self) {
-        let mut held = self.busy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        held.remove(&self.thread);
-    }
-}
-
-/// A run's claim on its thread in the store, given back when the run ends (or, if the run is
-/// dropped, by a task spawned on the way out).
-pub(crate) struct Held {
-    saver: Arc<dyn Checkpointer>,
-    claim: Option<Claim>,
-}
-
-impl Held {
-    /// Claims `thread`: the loser of a race learns it here, before anything has run.
-    pub(crate) async fn take(saver: &Arc<dyn Checkpointer>, thread: &str) -> Result<Self, GraphError> {
-        match saver.claim(thread).await {
-            Ok(claim) => Ok(Self { saver: Arc::clone(saver), claim: Some(claim) }),
-            Err(CheckpointError::Busy { thread, .. }) => Err(GraphError::ThreadBusy { thread }),
-            Err(error) => Err(error.into()),
-        }
-    }
-
-    pub(crate) fn claim(&self) -> &Claim {
-        self.claim.as_ref().expect("a claim is held until it is released")
-    }
-
-    /// Gives the claim back.
-    pub(crate) async fn release(mut self) {
-        if let Some(claim) = self.claim.take()
-            && let Err(error) = self.saver.release(&claim).await
-        {
-            tracing::warn!(thread = claim.thread(), %error, "could not release the claim on a thread");
-        }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        if let (Some(claim), Ok(runtime)) = (self.claim.take(), tokio::runtime::Handle::try_current()) {
-            // The thread is this process's to claim again before the drop returns (the next run
-            // on it, the one that cancelled this run say, must not be refused); the store hears
-            // of it from the task.
-            self.saver.forget_claim(&claim);
-            let saver = Arc::clone(&self.saver);
-            runtime.spawn(async move {
-                let _ = saver.release(&claim).await;
-            });
-        }
-    }
-}
-
-/// The background writer of `Durability::Async`: one task that stores records in order.
-struct Writer {
-    queue: WriteQueue,
-    /// One permit per checkpoint queued or being stored, by this run or by any other run of
-    /// the same invocation (its subgraphs', its parent's).
-    steps: Arc<Semaphore>,
-    task: JoinHandle<Result<(), CheckpointError>>,
-}
-
-/// What the background writer stores, in order: each op with the permit of the checkpoint it
-/// holds, if it holds one.
-pub(crate) type WriteQueue = mpsc::Sender<QueuedOp>;
-
-/// One entry of the background writer's queue.
-pub(crate) type QueuedOp = (BatchOp, Option<OwnedSemaphorePermit>);
 
 /// The persistence side of one run.
 pub(crate) struct Persist {
@@ -178,38 +73,8 @@ impl Persist {
         head: Option<&CheckpointRecord>,
         ahead: Option<Arc<Semaphore>>,
     ) -> Self {
-        let writer = (durability == Durability::Async && !saver.stores_in_memory()).then(|| {
-            let (queue, mut rx) = mpsc::channel::<(BatchOp, Option<OwnedSemaphorePermit>)>(WRITER_QUEUE);
-            let saver = Arc::clone(&saver);
-            let claim = claim.clone();
-            // The writer's spans sit under the run's, though the writer outlives none of it.
-            let run_span = tracing::Span::current();
-            let task = tokio::spawn(async move {
-                // Whatever queued up while the last batch was being stored goes in one batch:
-                // one commit for several steps (group commit).
-                let mut batch = Vec::with_capacity(WRITER_QUEUE);
-                while let Some(first) = rx.recv().await {
-                    batch.push(first);
-                    // The run was waiting for the last commit: give it one turn to queue the
-                    // steps it has ready, or each commit after a full batch would take one step.
-                    tokio::task::yield_now().await;
-                    while batch.len() < WRITER_QUEUE
-                        && let Ok(op) = rx.try_recv()
-                    {
-                        batch.push(op);
-                    }
-                    let (ops, permits): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
-                    let span = run_span.in_scope(|| super::span::checkpoint_write(&ops));
-                    let stored = in_span(&span, saver.put_batch(&claim, ops)).await;
-                    super::span::record_write(&span, &stored);
-                    stored?;
-                    drop(permits);
-                }
-                Ok(())
-            });
-            let steps = ahead.unwrap_or_else(|| Arc::new(Semaphore::new(MAX_STEPS_AHEAD)));
-            Writer { queue, steps, task }
-        });
+        let writer = (durability == Durability::Async && !saver.stores_in_memory())
+            .then(|| Writer::spawn(Arc::clone(&saver), claim.clone(), ahead));
         Self {
             saver,
             claim,
@@ -363,7 +228,7 @@ impl Persist {
 
     /// Stores `op` with the saver, now: its own (boxed) future.
     pub(crate) fn store(&self, op: BatchOp) -> BoxFuture<'_, Result<(), CheckpointError>> {
-        let span = super::span::checkpoint_write(std::slice::from_ref(&op));
+        let span = super::write_span::checkpoint_write(std::slice::from_ref(&op));
         let stored = match op {
             BatchOp::Put { record, expected_head, writes } => {
                 self.saver.put(&self.claim, record, expected_head, writes)
@@ -375,7 +240,7 @@ impl Persist {
         }
         Box::pin(async move {
             let stored = in_span(&span, stored).await;
-            super::span::record_write(&span, &stored);
+            super::write_span::record_write(&span, &stored);
             stored
         })
     }
@@ -747,6 +612,6 @@ fn writer_gone() -> GraphError {
 }
 
 /// The outputs already stored for the tasks of a checkpoint, as the executor takes them.
-pub(crate) fn saved_outputs<S: State>(outputs: Vec<Option<SavedOutput<S>>>) -> super::task::Slots<S> {
+pub(crate) fn saved_outputs<S: State>(outputs: Vec<Option<SavedOutput<S>>>) -> super::step::Slots<S> {
     outputs.into_iter().map(|o| o.map(|o| o.output)).collect()
 }

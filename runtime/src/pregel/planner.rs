@@ -3,7 +3,7 @@
 use crate::graph::{Inner, Target};
 use crate::node::{Goto, NodeOutput};
 use crate::pregel::Task;
-use crate::pregel::task::Tasks;
+use crate::pregel::step::Tasks;
 use crate::state::State;
 
 /// Per-run bookkeeping that outlives one step: join progress and deferred nodes. Nothing in it

@@ -16,8 +16,8 @@
 //! no tasks (a finished run) keeps none.
 
 use super::begin::state_of;
+use super::hold::{Held, ThreadLock};
 use super::load::Stored;
-use super::persist::{Held, ThreadLock};
 use super::record::{self, BodyParts};
 use crate::checkpoint::{CheckpointError, CheckpointRecord, Claim, NAMESPACE_SEPARATOR};
 use crate::error::GraphError;

@@ -1,65 +1,23 @@
 //! Running the tasks of one super-step.
 
+use super::boxed::boxed;
+use super::events;
+use super::persist::Persist;
+use super::step::{StepFailure, StepResult, Stop, Task};
 use crate::checkpoint::WriteRecord;
 use crate::error::{GraphError, NodeError};
 use crate::graph::{Action, CompiledNode, Inner, NodeResult, SyncFn};
 use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
-use crate::pregel::persist::Persist;
-use crate::pregel::{boxed, events};
 use crate::runtime::{RunShared, Runtime, TaskInfo};
 use crate::state::State;
 use crate::stream::Sink;
 use crate::trace_value::in_span;
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
-use std::any::Any;
-use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
-
-/// The tasks of a step, inline when there is one (see [`Slots`]).
-pub(crate) type Tasks = smallvec::SmallVec<[Task; 1]>;
-
-/// The outputs of a step's tasks, by task index. Inline when the step has one task: a chain of
-/// nodes, and a subgraph's run, then allocate no lists.
-pub(crate) type Slots<S> = smallvec::SmallVec<[Option<NodeOutput<S>>; 1]>;
-
-/// One task of a step: a node to run, with its Send payload if a Send started it.
-pub(crate) struct Task {
-    pub(crate) node: u32,
-    pub(crate) payload: Option<Box<dyn Any + Send + Sync>>,
-    /// Answers to the task's interrupts by call number, when it resumes after a pause.
-    pub(crate) answers: Option<Arc<BTreeMap<u32, serde_json::Value>>>,
-    /// Results of calls an earlier run of the task finished (durable tool calls), by slot.
-    pub(crate) results: Option<Arc<BTreeMap<u32, (String, serde_json::Value)>>>,
-}
-
-impl Task {
-    pub(crate) fn pull(node: u32) -> Self {
-        Self { node, payload: None, answers: None, results: None }
-    }
-
-    pub(crate) fn send(node: u32, payload: Box<dyn Any + Send + Sync>) -> Self {
-        Self { node, payload: Some(payload), answers: None, results: None }
-    }
-}
-
-/// Why a task produced no output.
-pub(crate) enum Stop {
-    Failed(GraphError),
-    Paused(Interrupt),
-}
-
-/// A step that failed: the task that failed first, and why.
-pub(crate) struct StepFailure {
-    pub(crate) task: usize,
-    pub(crate) error: GraphError,
-}
-
-/// How a step's tasks ended: the interrupts raised, by task index (empty when all finished).
-pub(crate) type StepResult = Result<Vec<(u32, Interrupt)>, StepFailure>;
 
 /// Runs every task of the step whose slot is empty; each slot receives its task's output, which
 /// is stored (or held for the checkpoint) as soon as the task finishes, and streamed when the

@@ -3,8 +3,9 @@
 
 use super::Task;
 use super::begin::{self, Carry};
+use super::hold::{Held, ThreadLock};
 use super::load::Stored;
-use super::persist::{Branch, Held, Persist, ThreadLock};
+use super::persist::{Branch, Persist};
 use super::planner::Planner;
 use super::record;
 use crate::checkpoint::{CheckpointRecord, Source};
@@ -140,7 +141,7 @@ async fn apply<S: State, C>(
             Vec::new()
         }
         many => {
-            let mut ran = crate::pregel::task::Tasks::with_capacity(many.len());
+            let mut ran = crate::pregel::step::Tasks::with_capacity(many.len());
             for (_, as_node) in many.iter() {
                 let AsNode::Node(node) = *as_node else { continue };
                 let spec = &graph.nodes[node as usize];

@@ -12,6 +12,11 @@ use serde::ser::{
 };
 use std::cell::Cell;
 
+/// How deeply a stored value may nest (each sequence, map, struct, variant and `Some` is a
+/// level). A JSON document parsed by `serde_json` nests at most 128 levels, so any such value
+/// fits, inside a state nested a further 128 levels.
+pub(crate) const MAX_DEPTH: u32 = 256;
+
 /// `inner`, failing once a value nests deeper than the levels `left` allows.
 pub(crate) struct Bounded<'d, S> {
     pub(crate) inner: S,
@@ -36,7 +41,7 @@ fn nested<T: Serialize + ?Sized, S: Serializer>(value: &T, serializer: S, left: 
     if depth == 0 {
         return Err(S::Error::custom(format!(
             "the value is nested deeper than {} levels, the most a checkpoint stores",
-            super::MAX_DEPTH
+            MAX_DEPTH
         )));
     }
     left.set(depth - 1);

@@ -14,15 +14,10 @@ pub(crate) mod checksum;
 pub(crate) mod envelope;
 
 use crate::state::{Update, Write};
-use bounded::Bounded;
+use bounded::{Bounded, MAX_DEPTH};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::cell::Cell;
-
-/// How deeply a stored value may nest (each sequence, map, struct, variant and `Some` is a
-/// level). A JSON document parsed by `serde_json` nests at most 128 levels, so any such value
-/// fits, inside a state nested a further 128 levels.
-pub(crate) const MAX_DEPTH: u32 = 256;
 
 /// A value that could not be encoded: where in it, and why.
 #[derive(Debug)]
