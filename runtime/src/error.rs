@@ -189,8 +189,8 @@ pub enum GraphError {
     },
 }
 
-impl From<crate::pregel::format::Unstorable> for GraphError {
-    fn from(unstorable: crate::pregel::format::Unstorable) -> Self {
+impl From<crate::record::format::Unstorable> for GraphError {
+    fn from(unstorable: crate::record::format::Unstorable) -> Self {
         Self::Unstorable { what: unstorable.what, field: unstorable.error.path, reason: unstorable.error.reason }
     }
 }

@@ -67,7 +67,7 @@ impl<T: Serialize + DeserializeOwned> StateField for T {
     }
 
     fn encode_write(write: &Write<Self>, out: &mut Vec<u8>) -> bool {
-        crate::pregel::codec::encode_write(out, write)
+        crate::record::codec::encode_write(out, write)
     }
 }
 

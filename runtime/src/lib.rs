@@ -88,6 +88,7 @@ pub mod otel;
 pub mod policy;
 pub mod prebuilt;
 pub(crate) mod pregel;
+mod record;
 pub mod reducer;
 mod report;
 pub mod runtime;
@@ -227,6 +228,6 @@ pub mod __private {
     /// fields written from `start` on: the `encode_stored` that `#[state]` generates counts the
     /// fields while it writes them.
     pub fn encode_update_header(out: &mut Vec<u8>, start: usize, fields: usize) {
-        crate::pregel::codec::encode_update_header(out, start, fields);
+        crate::record::codec::encode_update_header(out, start, fields);
     }
 }

@@ -103,7 +103,7 @@ impl CapturePolicy {
             return None;
         }
         let mut value =
-            crate::pregel::codec::to_json(value).unwrap_or_else(|e| Value::String(format!("unserializable: {e}")));
+            crate::record::codec::to_json(value).unwrap_or_else(|e| Value::String(format!("unserializable: {e}")));
         redact(&mut value, &self.redact_keys);
         Some(value)
     }

@@ -240,7 +240,7 @@ impl<C> Runtime<C> {
     /// partial results, anything a watcher wants to see before the step ends.
     pub fn write(&self, value: impl Serialize) {
         if let Some(writer) = &self.run.writer {
-            let value = crate::pregel::codec::to_json_shown(&value);
+            let value = crate::record::codec::to_json_shown(&value);
             writer.write(self.node(), self.step(), crate::stream::Written::Custom(value));
         }
     }
@@ -395,7 +395,7 @@ impl<C> Runtime<C> {
                 ))
             });
         }
-        let value = crate::pregel::codec::to_json(&value)
+        let value = crate::record::codec::to_json(&value)
             .map_err(|e| NodeError::msg(format!("the interrupt value could not be encoded: {e}")))?;
         let place = self.checkpoint.as_deref().map_or_else(|| format!("step{}", self.step()), str::to_owned);
         Err(NodeError::interrupted(Interrupt {

@@ -1,7 +1,7 @@
 //! Copying a thread through the [`Checkpointer`] methods every backend has.
 
 use super::{CheckpointError, Checkpointer, ListFilter};
-use crate::pregel::record::{moved_checkpoint, moved_writes};
+use crate::record::format::{moved_checkpoint, moved_writes};
 use std::collections::HashMap;
 
 /// [`Checkpointer::copy_thread`] built on `thread_keys`, `list`, `writes`, `claim` and `put`.

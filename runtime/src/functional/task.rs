@@ -417,7 +417,7 @@ fn to_json<T: TaskValue>(task: &'static str, value: &T) -> Result<Value, NodeErr
 
 /// A task's result as the stream shows it, when the run streams updates.
 fn shown<T: TaskValue>(flow: &Flow, value: &T) -> Option<Value> {
-    streams_updates(flow).then(|| crate::pregel::codec::to_json_shown(value))
+    streams_updates(flow).then(|| crate::record::codec::to_json_shown(value))
 }
 
 fn streams_updates(flow: &Flow) -> bool {

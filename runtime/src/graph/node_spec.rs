@@ -2,7 +2,7 @@
 
 use crate::error::{GraphError, NodeError};
 use crate::node::{NodeOutput, Route, SendPayload};
-use crate::pregel::codec::{self, DecodeError, EncodeError};
+use crate::record::codec::{self, DecodeError, EncodeError};
 use crate::runtime::Runtime;
 use crate::state::State;
 use std::any::{Any, TypeId, type_name};

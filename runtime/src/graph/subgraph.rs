@@ -24,7 +24,7 @@ use crate::error::{BuildError, GraphError, NodeError};
 use crate::interrupt::{Interrupt, Resume};
 use crate::node::{NodeOutput, SendPayload};
 use crate::pregel;
-use crate::pregel::codec::to_json_shown;
+use crate::record::codec::to_json_shown;
 use crate::runtime::{RunShared, Runtime, Storage};
 use crate::state::State;
 use crate::stream::{SharedWriter, Sink};

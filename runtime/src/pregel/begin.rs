@@ -73,7 +73,7 @@ pub(crate) async fn start<S: State, C>(
     let mut planner = Planner::new(graph);
     if let Err(error) = persist.start(graph, &state, &input).await {
         if matches!(error, GraphError::Unstorable { .. }) {
-            super::codec::drop_deep(input);
+            crate::record::codec::drop_deep(input);
         }
         return Err(error);
     }

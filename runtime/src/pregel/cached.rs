@@ -5,7 +5,6 @@
 //! and the node runs as if there were no entry (its output then replaces the entry).
 
 use super::Task;
-use super::codec;
 use super::record;
 use super::step::Stop;
 use crate::cache::Cache;
@@ -14,6 +13,7 @@ use crate::error::{GraphError, NodeError};
 use crate::graph::{CompiledNode, Inner};
 use crate::node::NodeOutput;
 use crate::policy::{CachePolicy, KeyFn};
+use crate::record::codec;
 use crate::state::State;
 use sha2::{Digest, Sha256};
 use std::panic::AssertUnwindSafe;

@@ -3,8 +3,8 @@
 //! crash, an interrupt, a failure or a retry) a call that had finished is answered from its
 //! stored result instead of running twice.
 
-use super::format;
 use crate::checkpoint::{BatchOp, CheckpointError, Checkpointer, Claim, WriteRecord};
+use crate::record::format;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -12,9 +12,7 @@ mod boxed;
 mod cached;
 pub(crate) use cached::namespace as cache_namespace;
 pub(crate) mod calls;
-pub(crate) mod codec;
 mod events;
-pub(crate) mod format;
 mod hold;
 mod load;
 mod merge;
@@ -142,7 +140,7 @@ struct Start<S: State> {
 /// stack (see `codec::drop_deep`), and passes the error on.
 fn refused<S: State>(error: GraphError, state: S) -> GraphError {
     if matches!(error, GraphError::Unstorable { .. }) {
-        codec::drop_deep(state);
+        crate::record::codec::drop_deep(state);
     }
     error
 }

@@ -9,21 +9,21 @@
 //! it claims to belong to. Records name nodes by name, so a graph may gain or reorder nodes and
 //! still read its old threads.
 
-use super::codec::checksum::{self, WriteKey};
-use super::codec::envelope::{In, Out};
-use super::codec::{self, DecodeError};
-pub(crate) use super::format::{
-    At, Ending, Folded, OUTCOME_TASK, OUTPUT_INDEX, Outcome, answer_index, check_of, encode_answer, encode_input,
-    encode_interrupt, encode_outcome, encode_result, interrupt_index, moved_checkpoint, moved_writes, result_index,
-    seal_checkpoint, seal_write, unstorable,
-};
-use super::format::{Place, RESULT_BASE, decode_outcome, key_of, kind, unknown};
 use crate::checkpoint::{CheckpointError, CheckpointRecord, WriteRecord};
 use crate::error::GraphError;
 use crate::graph::Inner;
 use crate::interrupt::Interrupt;
 use crate::node::{Goto, NodeOutput, Payload};
 use crate::pregel::Task;
+use crate::record::codec::checksum::{self, WriteKey};
+use crate::record::codec::envelope::{In, Out};
+use crate::record::codec::{self, DecodeError};
+pub(crate) use crate::record::format::{
+    At, Ending, Folded, OUTCOME_TASK, OUTPUT_INDEX, Outcome, answer_index, check_of, encode_answer, encode_input,
+    encode_interrupt, encode_outcome, encode_result, interrupt_index, result_index, seal_checkpoint, seal_write,
+    unstorable,
+};
+use crate::record::format::{Place, RESULT_BASE, decode_outcome, key_of, kind, unknown};
 use crate::state::State;
 use serde_json::Value;
 

@@ -189,7 +189,7 @@ fn unsaved<S: State>(result: Result<NodeOutput<S>, Stop>, error: GraphError) -> 
     if matches!(error, GraphError::Unstorable { .. })
         && let Ok(output) = result
     {
-        super::codec::drop_deep(output);
+        crate::record::codec::drop_deep(output);
     }
     error
 }

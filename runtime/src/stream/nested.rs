@@ -3,7 +3,7 @@
 
 use super::EventKind;
 use crate::checkpoint::Source;
-use crate::pregel::codec::to_json_shown;
+use crate::record::codec::to_json_shown;
 use crate::state::State;
 use serde_json::Value;
 

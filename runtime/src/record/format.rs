@@ -19,7 +19,7 @@ pub(crate) const OUTCOME_TASK: u32 = u32::MAX;
 
 /// The first write index of the results of a task's finished calls (durable tool calls): far
 /// above the indices of interrupts and answers, which count up from 1.
-pub(super) const RESULT_BASE: u32 = 1 << 31;
+pub(crate) const RESULT_BASE: u32 = 1 << 31;
 
 /// The write index of the result of a task's call in `slot`.
 pub(crate) fn result_index(slot: u32) -> u32 {
@@ -36,7 +36,7 @@ pub(crate) fn answer_index(call: u32) -> u32 {
     2 + 2 * call
 }
 
-pub(super) mod kind {
+pub(crate) mod kind {
     pub(crate) const OUTPUT: u64 = 0;
     pub(crate) const INPUT: u64 = 1;
     pub(crate) const INTERRUPT: u64 = 2;
@@ -65,7 +65,7 @@ impl At<'_> {
     }
 
     /// A decoding error under `field` (its path within the value appended).
-    pub(super) fn decoding(&self, field: &str, error: DecodeError) -> CheckpointError {
+    pub(crate) fn decoding(&self, field: &str, error: DecodeError) -> CheckpointError {
         let field = match (field.is_empty(), error.path.is_empty()) {
             (_, true) => field.to_owned(),
             (true, false) => error.path,
@@ -276,7 +276,7 @@ fn moved_write(
     Ok(record)
 }
 
-pub(super) fn key_of(record: &CheckpointRecord) -> CheckpointKey<'_> {
+pub(crate) fn key_of(record: &CheckpointRecord) -> CheckpointKey<'_> {
     CheckpointKey {
         thread: &record.thread_id,
         id: &record.id,
@@ -391,33 +391,33 @@ pub(crate) fn encode_outcome(outcome: &Outcome) -> Vec<u8> {
 }
 
 /// Where a write being decoded sits, for its errors and checks.
-pub(super) struct Place<'a> {
-    pub(super) at: &'a At<'a>,
-    pub(super) slot: &'a str,
-    pub(super) task: u32,
-    pub(super) index: u32,
+pub(crate) struct Place<'a> {
+    pub(crate) at: &'a At<'a>,
+    pub(crate) slot: &'a str,
+    pub(crate) task: u32,
+    pub(crate) index: u32,
 }
 
 impl Place<'_> {
-    pub(super) fn fail(&self, error: DecodeError) -> CheckpointError {
+    pub(crate) fn fail(&self, error: DecodeError) -> CheckpointError {
         self.at.decoding(self.slot, error)
     }
 
-    pub(super) fn field(&self, name: &str, error: DecodeError) -> CheckpointError {
+    pub(crate) fn field(&self, name: &str, error: DecodeError) -> CheckpointError {
         self.at.decoding(&format!("{}.{name}", self.slot), error)
     }
 
-    pub(super) fn corrupt(&self, name: &str, reason: impl ToString) -> CheckpointError {
+    pub(crate) fn corrupt(&self, name: &str, reason: impl ToString) -> CheckpointError {
         self.at.corrupt(format!("{}.{name}", self.slot), reason)
     }
 
-    pub(super) fn wrong(&self, what: &str) -> CheckpointError {
+    pub(crate) fn wrong(&self, what: &str) -> CheckpointError {
         self.at.corrupt(self.slot, format!("{what} is stored under the wrong key"))
     }
 }
 
 /// A step's outcome record.
-pub(super) fn decode_outcome(place: &Place<'_>, mut input: In<'_>) -> Result<Outcome, CheckpointError> {
+pub(crate) fn decode_outcome(place: &Place<'_>, mut input: In<'_>) -> Result<Outcome, CheckpointError> {
     let fail = |e| place.fail(e);
     let ending = match input.uint("ending").map_err(fail)? {
         0 => Ending::Paused,
@@ -449,6 +449,6 @@ pub(super) fn decode_outcome(place: &Place<'_>, mut input: In<'_>) -> Result<Out
     Ok(Outcome { ending, writes, errors })
 }
 
-pub(super) fn unknown(name: &str) -> String {
+pub(crate) fn unknown(name: &str) -> String {
     format!("no node named `{name}` in this graph (was it renamed or removed?)")
 }
