@@ -26,7 +26,7 @@
 
 use crate::error::ApiError;
 use crate::meta::RUN_COLUMNS;
-use crate::meta::postgres::{OWNER_LOCK, PgMeta, pg};
+use crate::meta::postgres::{CHANNEL, OWNER_LOCK, PgMeta, pg};
 use crate::meta::{Unfinished, run_json};
 use crate::runs::live::Frame;
 use crate::runs::{Cancel, Live, Runs};
@@ -43,8 +43,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
-/// The channel of this module's notifications.
-pub(crate) const CHANNEL: &str = "gw_runs";
 /// How often each process looks for orphaned runs.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// How often waiting claims and followers look again when no notification came (one may be

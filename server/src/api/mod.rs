@@ -7,6 +7,7 @@ mod docs;
 mod drawing;
 mod mcp;
 pub(crate) mod page;
+pub(crate) mod page_files;
 mod respond;
 mod runs;
 mod storage;

@@ -6,6 +6,7 @@
 //! beside the node that made it, and keeps a chat with interrupts answered. `server/page/app.js`
 //! says how the files share the work.
 
+use super::page_files::FILES;
 use crate::app::App;
 use axum::Router;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
@@ -13,32 +14,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use std::sync::Arc;
 
-const HTML: &str = "text/html; charset=utf-8";
-const SCRIPT: &str = "text/javascript; charset=utf-8";
-const STYLE: &str = "text/css; charset=utf-8";
-
-/// The page's files: the path each is served at, its content type and its text. The scripts
-/// are ES modules that `app.js` imports.
-const FILES: [(&str, &str, &str); 7] = [
-    ("/", HTML, include_str!("../../page/index.html")),
-    ("/ui/style.css", STYLE, include_str!("../../page/style.css")),
-    ("/ui/app.js", SCRIPT, include_str!("../../page/app.js")),
-    ("/ui/api.js", SCRIPT, include_str!("../../page/api.js")),
-    ("/ui/layout.js", SCRIPT, include_str!("../../page/layout.js")),
-    ("/ui/graph.js", SCRIPT, include_str!("../../page/graph.js")),
-    ("/ui/timeline.js", SCRIPT, include_str!("../../page/timeline.js")),
-];
-
 /// A route for each of the page's files.
 pub(super) fn routes() -> Router<Arc<App>> {
     FILES.iter().fold(Router::new(), |router, &(path, content_type, body)| {
         router.route(path, get(move || async move { file(content_type, body) }))
     })
-}
-
-/// Whether `path` is one of the page's files, which anyone may read: they hold no data.
-pub(crate) fn is_page_file(path: &str) -> bool {
-    FILES.iter().any(|(served, ..)| *served == path)
 }
 
 fn file(content_type: &'static str, body: &'static str) -> Response {

@@ -1,10 +1,13 @@
 //! [`ApiKeys`]: callers known by a secret key each.
 
-use super::{API_KEY_HEADER, AuthRequest, Authenticator, Refusal};
+use super::authenticator::{AuthRequest, Authenticator, Refusal};
 use futures::future::BoxFuture;
 use graphwright::AuthUser;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+/// The header LangGraph's clients send an API key in (`get_client(api_key=..)`).
+pub(crate) const API_KEY_HEADER: &str = "x-api-key";
 
 /// Lets in requests that carry one of the keys given, as the user the key was given for.
 ///

@@ -1,7 +1,7 @@
 //! [`Jwt`]: callers known by a signed bearer token (a JSON Web Token).
 
+use super::authenticator::{AuthRequest, Authenticator, Refusal};
 use super::jwks::{Jwks, Unavailable};
-use super::{AuthRequest, Authenticator, Refusal};
 use futures::future::BoxFuture;
 use graphwright::AuthUser;
 use jsonwebtoken::errors::ErrorKind;

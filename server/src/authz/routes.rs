@@ -33,7 +33,7 @@ pub(crate) fn rule(method: &Method, route: &str) -> Option<Rule> {
     use Action::{CreateRun, Delete, Read, Update};
     let rule = match (method.as_str(), route) {
         (_, "/ok" | "/info" | "/metrics" | "/docs") => Rule::Open,
-        (_, page) if crate::api::page::is_page_file(page) => Rule::Open,
+        (_, page) if crate::api::page_files::is_page_file(page) => Rule::Open,
         (
             "POST",
             "/assistants"

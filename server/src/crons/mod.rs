@@ -20,11 +20,15 @@
 //! - **End.** A disabled cron, or one past its `end_time`, does not fire. Deleting a thread
 //!   deletes its crons; deleting an assistant deletes the crons that run it (as LangGraph does).
 
+mod alarm;
 mod request;
 mod schedule;
 mod scheduler;
 
+pub(crate) use alarm::Alarm;
 pub(crate) use scheduler::start;
+
+use scheduler::changed;
 
 use crate::app::App;
 use crate::authz::gate::Gate;
@@ -36,22 +40,6 @@ use graphwright::AuthUser;
 use schedule::Schedule;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-use tokio::sync::Notify;
-
-/// Wakes this process's scheduler when crons change.
-#[derive(Clone, Default)]
-pub(crate) struct Alarm(Arc<Notify>);
-
-impl Alarm {
-    /// Wakes the scheduler now, or as soon as it next waits.
-    pub(crate) fn ring(&self) {
-        self.0.notify_one();
-    }
-
-    async fn rung(&self) {
-        self.0.notified().await;
-    }
-}
 
 use crate::time::now_ms;
 
@@ -63,14 +51,6 @@ fn thread_not_found(thread: &str) -> ApiError {
     ApiError::NotFound(format!(
         "Thread {thread} not found: a thread's cron runs on a thread that exists; create it first (POST /threads), or make a stateless cron (POST /runs/crons)"
     ))
-}
-
-/// Wakes the schedulers: this process's at once, the others' through the database.
-async fn changed(app: &App) {
-    app.crons.ring();
-    if let Err(error) = app.meta.announce_cron_change().await {
-        tracing::warn!(%error, "could not tell the other server processes that crons changed; they see it within a minute");
-    }
 }
 
 /// Creates a cron from a create request: on `thread`, or stateless when `None`.

@@ -1,9 +1,10 @@
 //! The scheduler each server process runs: it sleeps until the earliest next run time among the
 //! crons (or until crons change), claims the firings that are due, and makes their runs.
 
+use super::alarm::Alarm;
+use super::now_ms;
 use super::request;
 use super::schedule::Schedule;
-use super::{Alarm, changed, now_ms};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::meta::crons::CronRecord;
@@ -24,6 +25,14 @@ const AFTER_FAILURE: Duration = Duration::from_secs(1);
 type Remote = Option<tokio::sync::watch::Receiver<u64>>;
 #[cfg(not(feature = "postgres"))]
 type Remote = ();
+
+/// Wakes the schedulers: this process's at once, the others' through the database.
+pub(super) async fn changed(app: &App) {
+    app.crons.ring();
+    if let Err(error) = app.meta.announce_cron_change().await {
+        tracing::warn!(%error, "could not tell the other server processes that crons changed; they see it within a minute");
+    }
+}
 
 /// Starts `app`'s scheduler. It stops once the app is gone (the server was dropped).
 pub(crate) fn start(app: &Arc<App>) {

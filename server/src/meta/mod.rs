@@ -6,10 +6,25 @@
 pub(crate) mod postgres;
 pub(crate) mod sqlite;
 
+mod columns;
+mod cron_record;
+mod queue;
+mod rows;
+mod version_columns;
+
+pub(crate) use columns::{
+    ASSISTANT_COLUMNS, RUN_COLUMNS, THREAD_COLUMNS, assistant_json, parse, run_json, text, thread_json,
+};
+pub(crate) use queue::OpenRun;
+pub(crate) use rows::{
+    AssistantRow, GivenUp, RunEnd, RunRow, ThreadCheck, Unfinished, attempts_exhausted, check_multitask, check_thread,
+    contains, refreshed_status, run_thread_metadata,
+};
+
 use crate::error::ApiError;
 use crate::runs::request::Multitask;
 use crate::sealed::{Row, Sealer, open_run, open_thread};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// The records, in one of the two databases, with their sensitive values (a thread's values
 /// and interrupts, a run's request, a cron's run request) sealed when the server has keys.
@@ -25,223 +40,6 @@ pub(crate) enum Db {
     Sqlite(sqlite::SqliteMeta),
     #[cfg(feature = "postgres")]
     Postgres(postgres::PgMeta),
-}
-
-pub(crate) fn text(value: &Value) -> String {
-    value.to_string()
-}
-
-/// A JSON column as stored by this server; `null` if it is not JSON (the records are the
-/// server's own bookkeeping, shown to clients as they are, never read back into a graph).
-pub(crate) fn parse(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
-}
-
-/// A result row of either database, read by position.
-pub(crate) trait Columns {
-    type Error;
-    fn text(&self, at: usize) -> Result<String, Self::Error>;
-    fn maybe_text(&self, at: usize) -> Result<Option<String>, Self::Error>;
-    fn int(&self, at: usize) -> Result<i64, Self::Error>;
-}
-
-impl Columns for rusqlite::Row<'_> {
-    type Error = rusqlite::Error;
-    fn text(&self, at: usize) -> rusqlite::Result<String> {
-        self.get(at)
-    }
-    fn maybe_text(&self, at: usize) -> rusqlite::Result<Option<String>> {
-        self.get(at)
-    }
-    fn int(&self, at: usize) -> rusqlite::Result<i64> {
-        self.get(at)
-    }
-}
-
-pub(crate) const ASSISTANT_COLUMNS: &str =
-    "assistant_id, graph_id, config, context, metadata, name, description, version, created_at, updated_at";
-
-pub(crate) fn assistant_json<R: Columns>(row: &R) -> Result<Value, R::Error> {
-    Ok(json!({
-        "assistant_id": row.text(0)?,
-        "graph_id": row.text(1)?,
-        "config": parse(&row.text(2)?),
-        "context": parse(&row.text(3)?),
-        "metadata": parse(&row.text(4)?),
-        "name": row.text(5)?,
-        "description": row.maybe_text(6)?,
-        "version": row.int(7)?,
-        "created_at": row.text(8)?,
-        "updated_at": row.text(9)?,
-    }))
-}
-
-pub(crate) const THREAD_COLUMNS: &str =
-    "thread_id, created_at, updated_at, state_updated_at, metadata, status, config, vals, interrupts, graph_id";
-
-pub(crate) fn thread_json<R: Columns>(row: &R) -> Result<Value, R::Error> {
-    Ok(json!({
-        "thread_id": row.text(0)?,
-        "created_at": row.text(1)?,
-        "updated_at": row.text(2)?,
-        "state_updated_at": row.text(3)?,
-        "metadata": parse(&row.text(4)?),
-        "status": row.text(5)?,
-        "config": parse(&row.text(6)?),
-        "values": row.maybe_text(7)?.as_deref().map_or(Value::Null, parse),
-        "interrupts": parse(&row.text(8)?),
-    }))
-}
-
-pub(crate) const RUN_COLUMNS: &str =
-    "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, kwargs, multitask_strategy";
-
-pub(crate) fn run_json<R: Columns>(row: &R) -> Result<Value, R::Error> {
-    Ok(json!({
-        "run_id": row.text(0)?,
-        "thread_id": row.text(1)?,
-        "assistant_id": row.text(2)?,
-        "created_at": row.text(3)?,
-        "updated_at": row.text(4)?,
-        "status": row.text(5)?,
-        "metadata": parse(&row.text(6)?),
-        "kwargs": parse(&row.text(7)?),
-        "multitask_strategy": row.text(8)?,
-    }))
-}
-
-/// An assistant record's fields.
-pub(crate) struct AssistantRow {
-    pub(crate) assistant_id: String,
-    pub(crate) graph_id: String,
-    pub(crate) config: Value,
-    pub(crate) context: Value,
-    pub(crate) metadata: Value,
-    pub(crate) name: String,
-    pub(crate) description: Option<String>,
-}
-
-/// A new run's record.
-pub(crate) struct RunRow {
-    pub(crate) run_id: String,
-    pub(crate) thread_id: String,
-    pub(crate) graph_id: String,
-    pub(crate) assistant_id: String,
-    pub(crate) metadata: Value,
-    pub(crate) kwargs: Value,
-    /// What the server's policy sets in the metadata of the thread the run is on (its owner).
-    pub(crate) thread_metadata: Map<String, Value>,
-    /// Who started the run (`null`: nobody authenticated), kept so that the run can be taken
-    /// up again as them when the process dies before it ends.
-    pub(crate) caller: Value,
-}
-
-/// A run an earlier process accepted and did not finish, to be taken up again.
-pub(crate) struct Unfinished {
-    /// Its record (its request opened once [`Meta::prepare`] returns it).
-    pub(crate) run: Value,
-    /// Who started it, as stored (`null`: nobody authenticated).
-    pub(crate) caller: Value,
-    /// When it first started executing (RFC 3339): it continues from its thread's checkpoints
-    /// if one was written since. `None`: it was still waiting for its turn (it starts as asked).
-    pub(crate) started_at: Option<String>,
-    /// The attempt about to be made (1 for a run that never started).
-    pub(crate) attempt: u32,
-}
-
-/// A run an earlier process left unfinished that is not taken up again: it was started
-/// `attempts` times, its process stopping each time before it ended.
-pub(crate) struct GivenUp {
-    pub(crate) run_id: String,
-    pub(crate) thread_id: String,
-    pub(crate) attempts: u32,
-}
-
-/// How a run given up after `attempts` starts ended, as its followers and joiners are told.
-pub(crate) fn attempts_exhausted(attempts: impl std::fmt::Display) -> crate::served::Outcome {
-    crate::served::Outcome::Failed {
-        error: "WorkerLostError".into(),
-        message: format!(
-            "the run was started {attempts} times and its server process stopped each time before it ended: \
-             it is not started again"
-        ),
-    }
-}
-
-/// How a run ended, as its record and its thread's record keep it.
-pub(crate) struct RunEnd {
-    pub(crate) thread_id: String,
-    pub(crate) run_id: String,
-    /// The run's status; `None`: the run is deleted (rolled back).
-    pub(crate) run_status: Option<&'static str>,
-    /// The thread's status unless another run is queued on it (then it stays `busy`).
-    pub(crate) thread_status: &'static str,
-    pub(crate) values: Value,
-    pub(crate) interrupts: Value,
-}
-
-/// A run that has not ended, as the queue's figures count it.
-pub(crate) struct OpenRun {
-    pub(crate) thread_id: String,
-    pub(crate) running: bool,
-    /// When it was created (RFC 3339).
-    pub(crate) created_at: String,
-}
-
-/// What registering a run does to its thread, given the thread's graph as found (`None`: no
-/// such thread).
-pub(crate) enum ThreadCheck {
-    Create,
-    SetGraph,
-}
-
-#[allow(clippy::option_option)] // the two cases differ: no thread, or a thread with no graph yet
-pub(crate) fn check_thread(found: Option<Option<&str>>, row: &RunRow, creates: bool) -> Result<ThreadCheck, ApiError> {
-    match found {
-        None if creates => Ok(ThreadCheck::Create),
-        None => Err(ApiError::thread_not_found(&row.thread_id)),
-        Some(Some(other)) if other != row.graph_id => Err(ApiError::Conflict(format!(
-            "Thread {} holds a run of graph {other:?}; graph {:?} cannot continue it: use a new thread",
-            row.thread_id, row.graph_id
-        ))),
-        Some(_) => Ok(ThreadCheck::SetGraph),
-    }
-}
-
-/// What a run adds to its thread's metadata (the whole metadata of a thread the run creates).
-pub(crate) fn run_thread_metadata(row: &RunRow) -> Value {
-    let mut metadata = row.thread_metadata.clone();
-    metadata.insert("graph_id".into(), json!(row.graph_id));
-    metadata.insert("assistant_id".into(), json!(row.assistant_id));
-    Value::Object(metadata)
-}
-
-/// Refuses a run on a thread that has runs in flight under the `reject` strategy; otherwise the
-/// runs the new one supersedes (cancelled by `interrupt` and `rollback`).
-pub(crate) fn check_multitask(open: Vec<String>, multitask: Multitask, thread: &str) -> Result<Vec<String>, ApiError> {
-    if !open.is_empty() && multitask == Multitask::Reject {
-        return Err(ApiError::Conflict(format!(
-            "Thread {thread} is already running a task (run {}): wait for it to finish, or pass multitask_strategy \"enqueue\" or \"interrupt\"",
-            open[0]
-        )));
-    }
-    Ok(if matches!(multitask, Multitask::Interrupt | Multitask::Rollback) { open } else { Vec::new() })
-}
-
-/// A thread's status after its state changed outside a run.
-pub(crate) fn refreshed_status(busy: bool, interrupted: bool) -> &'static str {
-    if busy {
-        "busy"
-    } else if interrupted {
-        "interrupted"
-    } else {
-        "idle"
-    }
-}
-
-/// Whether every key of `filter` is in `value` with an equal value (metadata search).
-pub(crate) fn contains(value: &Value, filter: &Map<String, Value>) -> bool {
-    filter.iter().all(|(k, v)| value.get(k) == Some(v))
 }
 
 /// Dispatches a call to the database in use.

@@ -4,14 +4,17 @@
 //! cancel it.
 
 mod crons;
+mod crons_table;
 mod versions;
+mod versions_table;
 
+use super::columns::Columns;
 use super::{
-    ASSISTANT_COLUMNS, AssistantRow, Columns, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck,
-    assistant_json, check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
+    ASSISTANT_COLUMNS, AssistantRow, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck, assistant_json,
+    check_multitask, check_thread, refreshed_status, run_json, run_thread_metadata, text, thread_json,
 };
 use crate::error::ApiError;
-use crate::meta::versions::NEXT_VERSION;
+use crate::meta::version_columns::NEXT_VERSION;
 use crate::runs::request::Multitask;
 use crate::time;
 use graphwright::checkpoint::deadpool_postgres::tokio_postgres::{self, Row};
@@ -61,6 +64,10 @@ async fn up_to_date(client: &impl GenericClient) -> Result<bool, ApiError> {
     let version: Option<i32> = client.query_one("SELECT max(version) FROM gw_schema_version", &[]).await?.try_get(0)?;
     Ok(version.is_some_and(|v| v >= SCHEMA_VERSION))
 }
+
+/// The channel the server processes sharing the database notify each other on (`crate::cluster`),
+/// and the run ends this module announces.
+pub(crate) const CHANNEL: &str = "gw_runs";
 
 /// First key of the two-key advisory lock that serializes creating the schema (the second is
 /// 0). Two processes starting at once would otherwise race on `CREATE TABLE IF NOT EXISTS`.
@@ -134,8 +141,8 @@ impl PgMeta {
         // brought it up to date meanwhile.
         if !up_to_date(&tx).await? {
             tx.batch_execute(SCHEMA).await?;
-            tx.batch_execute(crons::SCHEMA).await?;
-            tx.batch_execute(&versions::schema()).await?;
+            tx.batch_execute(crons_table::SCHEMA).await?;
+            tx.batch_execute(&versions_table::schema()).await?;
             tx.batch_execute(&format!(
                 "CREATE TABLE IF NOT EXISTS gw_schema_version (version integer NOT NULL);
                  DELETE FROM gw_schema_version;
@@ -194,7 +201,7 @@ impl PgMeta {
             ],
         )
         .await?;
-        versions::keep_current(&tx, id).await?;
+        versions_table::keep_current(&tx, id).await?;
         let updated = assistant(&tx, id).await?;
         tx.commit().await?;
         Ok(updated)
@@ -203,8 +210,8 @@ impl PgMeta {
     pub(crate) async fn delete_assistant(&self, id: &str) -> Result<bool, ApiError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        crons::delete_assistant_crons(&tx, id).await?;
-        versions::delete_versions(&tx, id).await?;
+        crons_table::delete_assistant_crons(&tx, id).await?;
+        versions_table::delete_versions(&tx, id).await?;
         let n = tx.execute("DELETE FROM gw_assistants WHERE assistant_id = $1", &[&id]).await?;
         tx.commit().await?;
         Ok(n == 1)
@@ -280,7 +287,7 @@ impl PgMeta {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         tx.execute("DELETE FROM gw_runs WHERE thread_id = $1", &[&id]).await?;
-        crons::delete_thread_crons(&tx, id).await?;
+        crons_table::delete_thread_crons(&tx, id).await?;
         let n = tx.execute("DELETE FROM gw_threads WHERE thread_id = $1", &[&id]).await?;
         tx.commit().await?;
         Ok(n == 1)
@@ -490,7 +497,7 @@ async fn insert_assistant(client: &impl GenericClient, row: &AssistantRow) -> Re
         )
         .await?;
     if n == 1 {
-        versions::keep_current(client, &row.assistant_id).await?;
+        versions_table::keep_current(client, &row.assistant_id).await?;
     }
     Ok(n == 1)
 }
@@ -575,6 +582,6 @@ pub(crate) async fn give_up_in(
         &[&thread, &now],
     )
     .await?;
-    tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&crate::cluster::CHANNEL, &run]).await?;
+    tx.execute("SELECT pg_notify($1, 'ended ' || $2)", &[&CHANNEL, &run]).await?;
     Ok(())
 }

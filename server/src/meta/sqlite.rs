@@ -1,7 +1,9 @@
 //! The records in SQLite: one connection, one server process per file.
 
 mod crons;
+mod crons_table;
 mod versions;
+mod versions_table;
 
 use super::{
     ASSISTANT_COLUMNS, AssistantRow, GivenUp, OpenRun, RUN_COLUMNS, RunEnd, RunRow, THREAD_COLUMNS, ThreadCheck,
@@ -9,7 +11,7 @@ use super::{
     thread_json,
 };
 use crate::error::ApiError;
-use crate::meta::versions::NEXT_VERSION;
+use crate::meta::version_columns::NEXT_VERSION;
 use crate::runs::request::Multitask;
 use crate::time;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -69,8 +71,8 @@ impl SqliteMeta {
         add_column(&conn, "gw_runs", "attempt", "INTEGER NOT NULL DEFAULT 1")?;
         add_column(&conn, "gw_runs", "caller", "TEXT")?;
         add_column(&conn, "gw_runs", "started_at", "TEXT")?;
-        conn.execute_batch(crons::SCHEMA)?;
-        conn.execute_batch(&versions::schema())?;
+        conn.execute_batch(crons_table::SCHEMA)?;
+        conn.execute_batch(&versions_table::schema())?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
 
@@ -131,7 +133,7 @@ impl SqliteMeta {
                     time::now()
                 ],
             )?;
-            versions::keep_current(&tx, &id)?;
+            versions_table::keep_current(&tx, &id)?;
             let updated = assistant(&tx, &id)?;
             tx.commit()?;
             Ok(updated)
@@ -143,8 +145,8 @@ impl SqliteMeta {
         let id = id.to_owned();
         self.call(move |conn| {
             let tx = write(conn)?;
-            crons::delete_assistant_crons(&tx, &id)?;
-            versions::delete_versions(&tx, &id)?;
+            crons_table::delete_assistant_crons(&tx, &id)?;
+            versions_table::delete_versions(&tx, &id)?;
             let n = exec(&tx, "DELETE FROM gw_assistants WHERE assistant_id = ?1", [id])?;
             tx.commit()?;
             Ok(n == 1)
@@ -233,7 +235,7 @@ impl SqliteMeta {
         self.call(move |conn| {
             let tx = write(conn)?;
             exec(&tx, "DELETE FROM gw_runs WHERE thread_id = ?1", [&id])?;
-            crons::delete_thread_crons(&tx, &id)?;
+            crons_table::delete_thread_crons(&tx, &id)?;
             let n = exec(&tx, "DELETE FROM gw_threads WHERE thread_id = ?1", [&id])?;
             tx.commit()?;
             Ok(n == 1)
@@ -537,7 +539,7 @@ fn insert_assistant(conn: &Connection, row: &AssistantRow) -> rusqlite::Result<b
         ],
     )?;
     if n == 1 {
-        versions::keep_current(conn, &row.assistant_id)?;
+        versions_table::keep_current(conn, &row.assistant_id)?;
     }
     Ok(n == 1)
 }

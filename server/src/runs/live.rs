@@ -1,19 +1,13 @@
 //! A run in progress as its followers see it: the events so far (kept, so that a client who
 //! joins late or reconnects replays them), then its outcome.
 
+pub(crate) use super::frame::Frame;
+
 use super::replay::Replay;
 use crate::served::{Outcome, WireEvent};
 use futures::stream::{self, BoxStream, StreamExt};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
-
-/// One event as sent: its position in the run (the SSE `id`), its name and its JSON.
-#[derive(Debug)]
-pub(crate) struct Frame {
-    pub(crate) id: usize,
-    pub(crate) name: String,
-    pub(crate) data: String,
-}
 
 /// How a cancelled run is to end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

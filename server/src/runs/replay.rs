@@ -10,7 +10,7 @@
 //! that does something else when it runs again (a model that answers otherwise) is shown as it
 //! now runs.
 
-use super::live::Frame;
+use super::frame::Frame;
 use std::sync::Arc;
 
 /// Whether a run's new events are matched against what its followers saw.

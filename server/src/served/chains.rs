@@ -8,7 +8,7 @@
 //! of the runs above it (`parent_ids`, outermost first), tags and metadata. Ids are UUIDs
 //! derived from the server run's id and the task's place, so a replay names the same runs.
 
-use super::WireEvent;
+use super::run::WireEvent;
 use crate::wire::messages::{ai_chunk, message_to_wire};
 use graphwright::model::Usage;
 use graphwright::tool::ToolEvent;

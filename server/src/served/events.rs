@@ -2,8 +2,8 @@
 //! clients read from `messages` events, and the interrupt events LangGraph's server adds.
 
 use super::chains::{Chains, task_id};
+use super::run::{Modes, Outcome, RunSpec, WireEvent};
 use super::snapshot::{shown, state_to_wire, to_wire, update_to_wire};
-use super::{Modes, Outcome, RunSpec, WireEvent};
 use crate::time;
 use crate::wire::messages::{ai_chunk, fields_to_wire};
 use crate::wire::names::node_to_wire;

@@ -1,8 +1,10 @@
 //! [`Served`] for a [`CompiledGraph`].
 
+use super::erased::Served;
 use super::events::Translator;
+use super::run::{Emitted, Modes, RunSpec, Start};
+use super::schemas::Schemas;
 use super::snapshot::{is_entrypoint, thread_state};
-use super::{Emitted, Modes, RunSpec, Schemas, Served, Start};
 use crate::error::ApiError;
 use crate::wire::messages::fields_from_wire;
 use futures::future::BoxFuture;

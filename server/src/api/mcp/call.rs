@@ -1,5 +1,6 @@
 //! A tool call: the assistant run as a stateless run, waited on.
 
+use super::caller::caller;
 use super::tools;
 use crate::api::respond::result_of;
 use crate::app::App;
@@ -20,7 +21,7 @@ pub(super) async fn run(
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
     let name = request.name.as_ref();
-    let user = super::caller(context);
+    let user = caller(context);
     let listed = tools::list(app, user.as_ref()).await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
     let Some(found) = listed.iter().find(|l| l.tool.name == name) else {
         let known: Vec<&str> = listed.iter().map(|l| l.tool.name.as_ref()).collect();

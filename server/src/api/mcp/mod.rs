@@ -14,7 +14,10 @@
 //! as the address the server is bound to, is accepted: no rebinding can put one there.
 
 mod call;
+mod caller;
 mod tools;
+
+use caller::caller;
 
 use crate::app::App;
 use axum::Router;
@@ -109,12 +112,6 @@ impl rmcp::ServerHandler for Assistants {
     ) -> Result<CallToolResponse, ErrorData> {
         call::run(&self.app, request, &context).await.map(Into::into)
     }
-}
-
-/// The caller the server authenticated, kept with the HTTP request rmcp hands over.
-fn caller(context: &RequestContext<RoleServer>) -> Option<Arc<graphwright::AuthUser>> {
-    let parts = context.extensions.get::<axum::http::request::Parts>()?;
-    parts.extensions.get::<crate::auth::Caller>().and_then(|caller| caller.0.clone())
 }
 
 #[cfg(test)]
