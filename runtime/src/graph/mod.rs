@@ -1,6 +1,7 @@
 //! Building a graph: the dynamic builder [`StateGraph`] and its compiled form.
 
 mod builder;
+mod compile;
 mod compiled;
 mod describe;
 mod drawing;
