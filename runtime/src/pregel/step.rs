@@ -1,5 +1,5 @@
 //! What a super-step is made of: its tasks, the slots their outputs fill, and how a task or
-//! the step ended. Plain data, read by the planner, the executor, the record format and the
+//! the step ended. Plain data, read by the planner, the executor, the typed records and the
 //! persistence alike.
 
 use crate::error::GraphError;
