@@ -58,17 +58,19 @@ mod set;
 mod span;
 pub(crate) mod support;
 pub(crate) mod validate;
+mod writer;
 
 pub use condition::{ToolRoute, tools_condition};
 #[cfg(feature = "mcp")]
 pub(crate) use error::clip;
 pub use error::{ArgumentProblem, ToolError};
-pub use event::{EventSink, ToolEvent, ToolWriter};
+pub use event::{EventSink, ToolEvent};
 pub use node::ToolNode;
 pub use output::ToolOutput;
 pub use policy::{Redactor, ToolPolicy};
 pub use runtime::{Erased, Injectable, ToolEnv, ToolRuntime};
 pub use set::{ToolNameTaken, ToolSet};
+pub use writer::ToolWriter;
 
 use std::future::Future;
 use std::pin::Pin;

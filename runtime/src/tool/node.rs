@@ -166,7 +166,7 @@ impl ToolNode {
         env.capture.clone_from(&rt.run.capture);
         env.metrics.clone_from(&rt.run.metrics);
         env.stream = rt.run.writer.as_ref().filter(|w| w.modes().contains(crate::StreamMode::Custom)).map(|writer| {
-            super::event::StreamTap { writer: Arc::clone(writer), node: Arc::from(rt.node()), step: rt.step() }
+            super::writer::StreamTap { writer: Arc::clone(writer), node: Arc::from(rt.node()), step: rt.step() }
         });
         match &rt.run.store {
             Some(store) => env.store(Arc::clone(store)),
