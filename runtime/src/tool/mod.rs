@@ -48,6 +48,7 @@
 mod condition;
 mod error;
 mod event;
+mod finished_calls;
 mod node;
 mod output;
 mod pipeline;

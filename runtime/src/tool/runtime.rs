@@ -182,7 +182,7 @@ pub struct ToolEnv {
     context: Arc<Erased>,
     store: Option<Arc<dyn Store>>,
     /// The results of the task's finished calls, when the tools run inside a graph's task.
-    pub(crate) results: Option<Arc<crate::pregel::calls::CallResults>>,
+    pub(crate) results: Option<Arc<dyn super::finished_calls::FinishedCalls>>,
     /// The run's stream, when the tools run in a task of a run streamed with `custom`.
     pub(crate) stream: Option<super::writer::StreamTap>,
     /// What the calls' spans may carry beyond names and outcomes (arguments and results).
