@@ -32,7 +32,7 @@ pub struct Item {
     pub score: Option<f64>,
 }
 
-/// Which items under a prefix [`Store::search`] returns.
+/// Which items under a prefix [`Store::search`](super::Store::search) returns.
 ///
 /// Results come in (namespace, key) order: namespaces compared label by label as strings, then
 /// keys. With a [`query`](Self::query), they come best match first instead (items stored
@@ -42,8 +42,8 @@ pub struct Item {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct SearchQuery {
-    /// Text to rank items by closeness in meaning, through the store's [`IndexConfig`]; a
-    /// store without one refuses it ([`StoreError::NoIndex`]).
+    /// Text to rank items by closeness in meaning, through the store's [`IndexConfig`](super::IndexConfig); a
+    /// store without one refuses it ([`StoreError::NoIndex`](super::StoreError::NoIndex)).
     pub query: Option<String>,
     /// Conditions on the value's top-level fields, all of which must hold.
     pub filter: Filter,
@@ -61,7 +61,7 @@ impl SearchQuery {
     }
 
     /// Ranks the items by how close they are in meaning to `query` (the store needs an
-    /// [`IndexConfig`]).
+    /// [`IndexConfig`](super::IndexConfig)).
     #[must_use]
     pub fn query(mut self, query: impl Into<String>) -> Self {
         self.query = Some(query.into());
@@ -90,7 +90,7 @@ impl SearchQuery {
     }
 }
 
-/// One item of a [`Store::put_many`]: what [`Store::put_with`] takes, owned.
+/// One item of a [`Store::put_many`](super::Store::put_many): what [`Store::put_with`](super::Store::put_with) takes, owned.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct PutItem {

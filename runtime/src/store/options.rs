@@ -44,7 +44,7 @@ impl StoreOptions {
         Self::default()
     }
 
-    /// Takes the time from `clock` (a [`ManualClock`] in tests).
+    /// Takes the time from `clock` (a [`ManualClock`](super::ManualClock) in tests).
     #[must_use]
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
@@ -60,7 +60,7 @@ impl StoreOptions {
     }
 
     /// How often writes (`put`, `delete`) also delete expired items; `None` leaves that to
-    /// [`Store::sweep`]. Expired items are never returned either way.
+    /// [`Store::sweep`](super::Store::sweep). Expired items are never returned either way.
     #[must_use]
     pub fn sweep_interval(mut self, interval: Option<Duration>) -> Self {
         self.sweep_interval = interval;
@@ -68,7 +68,7 @@ impl StoreOptions {
     }
 
     /// Embeds what `index` names on every put, so that searches with a
-    /// [`query`](SearchQuery::query) rank items by meaning. Items put before the index was
+    /// [`query`](super::SearchQuery::query) rank items by meaning. Items put before the index was
     /// given have no vectors until they are put again.
     #[must_use]
     pub fn index(mut self, index: IndexConfig) -> Self {

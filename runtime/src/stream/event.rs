@@ -36,10 +36,10 @@ pub enum EventKind<S: State> {
         /// [`CachePolicy`](crate::CachePolicy)).
         cached: bool,
     },
-    /// `values` inside a subgraph (with [`StreamMode::Subgraphs`]): the subgraph's state after
+    /// `values` inside a subgraph (with [`StreamMode::Subgraphs`](super::StreamMode::Subgraphs)): the subgraph's state after
     /// one of its steps, as JSON (its type is not the graph's).
     SubgraphValues(Value),
-    /// `updates` inside a subgraph (with [`StreamMode::Subgraphs`]): what one of its tasks
+    /// `updates` inside a subgraph (with [`StreamMode::Subgraphs`](super::StreamMode::Subgraphs)): what one of its tasks
     /// wrote, as JSON.
     SubgraphUpdate {
         /// The subgraph's node.

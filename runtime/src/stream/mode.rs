@@ -22,8 +22,8 @@ pub enum StreamMode {
     /// Tasks and checkpoints together.
     Debug = 48,
     /// Also the `values`, `updates`, `tasks` and `checkpoints` events of subgraphs (LangGraph's
-    /// `subgraphs=True`), as [`EventKind::SubgraphValues`], [`EventKind::SubgraphUpdate`] and
-    /// the task and checkpoint kinds, each with its [`Event::namespace`]. `custom` and
+    /// `subgraphs=True`), as [`EventKind::SubgraphValues`](super::EventKind::SubgraphValues), [`EventKind::SubgraphUpdate`](super::EventKind::SubgraphUpdate) and
+    /// the task and checkpoint kinds, each with its [`Event::namespace`](super::Event::namespace). `custom` and
     /// `messages` events from inside subgraphs come without it: they are what a node chose to
     /// show.
     Subgraphs = 64,

@@ -12,7 +12,7 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolErr
 /// A function the model may call.
 ///
 /// `#[tool]` implements it for you; implement it by hand for tools built at run time (from an
-/// MCP server's list, say). It is object-safe: tools live in a [`ToolSet`] as `Arc<dyn Tool>`.
+/// MCP server's list, say). It is object-safe: tools live in a [`ToolSet`](super::ToolSet) as `Arc<dyn Tool>`.
 ///
 /// ```
 /// use graphwright::tool::{Tool, ToolError, ToolFuture, ToolOutput, ToolRuntime};
@@ -59,12 +59,12 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Whether the tool takes a [`ToolRuntime`] (and so may read the state). `#[tool]` answers
     /// from the fn's parameters; a hand-written tool that never reads the runtime can return
-    /// `false` to spare [`ToolNode`] a copy of the state.
+    /// `false` to spare [`ToolNode`](super::ToolNode) a copy of the state.
     fn reads_runtime(&self) -> bool {
         true
     }
 
-    /// Runs the tool with the model's arguments. [`ToolNode`] has already checked `args`
+    /// Runs the tool with the model's arguments. [`ToolNode`](super::ToolNode) has already checked `args`
     /// against [`Tool::parameters`]; a tool called by hand should still not trust them.
     fn call<'a>(&'a self, args: serde_json::Value, rt: &'a ToolRuntime) -> ToolFuture<'a>;
 }

@@ -29,7 +29,7 @@ pub enum ToolEvent {
         /// The arguments, redacted.
         arguments: Value,
     },
-    /// The tool reported progress through [`ToolWriter::write`].
+    /// The tool reported progress through [`ToolWriter::write`](super::ToolWriter::write).
     Progress {
         /// The call's id.
         tool_call_id: String,

@@ -165,7 +165,7 @@ impl OpenAi {
     /// time, no `previous_response_id` is used, and `store` is `false` unless
     /// [`store`](Self::store) says otherwise. Reasoning items are not sent back, so a reasoning
     /// model does not see its earlier reasoning. The API has no stop sequences: a model with
-    /// [`stop`](super::ChatModel::stop) set fails its calls with [`ModelError::Config`](crate::model::ModelError::Config).
+    /// [`stop`](crate::model::ChatModel::stop) set fails its calls with [`ModelError::Config`](crate::model::ModelError::Config).
     /// On Azure the requests go to the resource's v1 API (`{resource}/openai/v1/responses`,
     /// the deployment named as the model), which takes no `api-version`.
     ///
