@@ -65,6 +65,7 @@
 
 extern crate self as graphwright;
 
+mod boxed_error;
 pub mod cache;
 pub mod checkpoint;
 pub mod command;

@@ -5,8 +5,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
-/// The boxed error a node failed with.
-pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+pub use crate::boxed_error::BoxError;
 
 /// Why a node did not produce an update.
 ///

@@ -1,7 +1,7 @@
 //! The PostgreSQL cache: entries shared by every process connected to one database.
 
 use super::{Cache, CacheError};
-use crate::checkpoint::postgres::{DbError, pool_for};
+use crate::checkpoint::pool::{DbError, pool_for};
 use crate::error::BoxError;
 use deadpool_postgres::{Object, Pool, PoolError};
 use futures::FutureExt;

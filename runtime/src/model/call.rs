@@ -2,16 +2,33 @@
 //! the tracing span and the log entry. Every client goes through here.
 
 use super::context::Scope;
-use super::{ChatModel, ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, ToolCallDelta, prompt_hash};
+use super::{ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, ToolCallDelta, prompt_hash};
 use crate::log::{At, LogEntryKind};
 use crate::message::Message;
 use crate::metrics::ModelCallEnded;
 use crate::stream::Written;
 use crate::trace_value::in_span;
+use futures::future::BoxFuture;
 use tokio::time::Instant;
 
+/// What a call needs of the model it makes: its names and one request answered. Every
+/// [`ChatModel`](super::ChatModel) is one (chat_model.rs), so the trait's provided calls come
+/// here without this file naming the trait that provides them.
+pub(crate) trait Generate {
+    /// The provider's name.
+    fn provider(&self) -> &str;
+    /// The model's name.
+    fn model(&self) -> &str;
+    /// Sends `request`, pieces of the reply going to `sink` as they arrive.
+    fn generate<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        sink: &'a mut dyn ReplySink,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>>;
+}
+
 /// Makes the call `model` with `settings` (the model's own unless overridden), in `scope`.
-pub(crate) async fn respond<M: ChatModel + ?Sized>(
+pub(crate) async fn respond<M: Generate + ?Sized>(
     model: &M,
     messages: &[Message],
     settings: &ModelSettings,
@@ -107,7 +124,7 @@ pub(crate) async fn respond<M: ChatModel + ?Sized>(
 }
 
 /// Reports the call to the run's metrics, if it has any.
-fn report<M: ChatModel + ?Sized>(
+fn report<M: Generate + ?Sized>(
     scope: &Scope<'_>,
     model: &M,
     usage: Option<super::Usage>,
@@ -129,7 +146,7 @@ fn report<M: ChatModel + ?Sized>(
 }
 
 /// One attempt, cut short by the attempt timeout and by the run's deadline.
-async fn attempt<M: ChatModel + ?Sized>(
+async fn attempt<M: Generate + ?Sized>(
     model: &M,
     request: ModelRequest<'_>,
     sink: &mut Forward<'_>,

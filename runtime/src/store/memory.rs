@@ -1,12 +1,17 @@
 //! The in-process store.
 
+use super::backend::Store;
+use super::error::StoreError;
 use super::index::arena::{Arena, Ranking, Span};
 use super::index::{self, Indexing};
-use super::{
-    Address, Item, PutItem, SearchQuery, Store, StoreError, StoreOptions, Sweeper, check_depth, check_key,
-    cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, live, prefix_ranges, time_of,
-    ttl_millis, under,
+use super::item::{Item, PutItem, SearchQuery};
+use super::namespace::{
+    Address, check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, prefix_ranges,
+    under,
 };
+use super::options::StoreOptions;
+use super::sweeper::Sweeper;
+use super::time::{expiry, live, time_of, ttl_millis};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;

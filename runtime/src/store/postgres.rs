@@ -1,13 +1,18 @@
 //! The PostgreSQL store: long-term memory shared by many processes through one database.
 
+use super::backend::Store;
+use super::error::StoreError;
 use super::index::{self, Indexing};
-use super::postgres_index::{self, Kind, pg};
-use super::{
-    Item, Page, PutItem, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper,
-    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param,
-    time_of, ttl_millis, under,
+use super::item::{Item, PutItem, SEPARATOR, SearchQuery};
+use super::namespace::{
+    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, under,
 };
-use crate::checkpoint::postgres::pool_for;
+use super::options::StoreOptions;
+use super::postgres_index::{self, Kind, pg};
+use super::rows::{Page, RawItem, Stored};
+use super::sweeper::Sweeper;
+use super::time::{expiry, ms_param, time_of, ttl_millis};
+use crate::checkpoint::pool::pool_for;
 use deadpool_postgres::{Object, Pool};
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};

@@ -7,7 +7,7 @@
 
 use super::StoreError;
 use super::index::Embedded;
-use crate::checkpoint::postgres::DbError;
+use crate::checkpoint::pool::DbError;
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 

@@ -1,12 +1,17 @@
 //! The SQLite store: one file, its own tables, safe to share with `SqliteSaver`.
 
+use super::backend::Store;
+use super::error::StoreError;
 use super::index::{self, Embedded, Indexing};
-use super::sqlite_index::{self, Pending, VectorCache};
-use super::{
-    Item, Page, PutItem, RawItem, SEPARATOR, SearchQuery, Store, StoreError, StoreOptions, Stored, Sweeper,
-    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, expiry, ms_param,
-    time_of, under,
+use super::item::{Item, PutItem, SEPARATOR, SearchQuery};
+use super::namespace::{
+    check_depth, check_key, cut_namespaces, decode_namespace, encode_namespace, encode_prefix, under,
 };
+use super::options::StoreOptions;
+use super::rows::{Page, RawItem, Stored};
+use super::sqlite_index::{self, Pending, VectorCache};
+use super::sweeper::Sweeper;
+use super::time::{expiry, ms_param, time_of};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
@@ -418,7 +423,7 @@ impl Store for SqliteStore {
                 }
                 for ((item, namespace), embedded) in items.into_iter().zip(encoded).zip(embedded) {
                     let text = serde_json::to_string(&item.value).map_err(|e| StoreError::backend(op, e))?;
-                    let ttl_ms = item.ttl.map(super::ttl_millis);
+                    let ttl_ms = item.ttl.map(super::time::ttl_millis);
                     let mut upsert = tx.prepare_cached(UPSERT).map_err(sql(op))?;
                     upsert
                         .execute(params![

@@ -7,10 +7,11 @@
 //! transaction, tells a search when another connection (another process) has changed it, and
 //! the copy is then loaded again.
 
+use super::error::StoreError;
 use super::index::Embedded;
 use super::index::arena::{Arena, Ranking, Span};
 use super::index::vector;
-use super::{Address, StoreError};
+use super::namespace::Address;
 use rusqlite::{Transaction, params};
 use std::collections::BTreeMap;
 
@@ -217,7 +218,7 @@ impl VectorCache {
         op: &str,
     ) -> Result<impl Iterator<Item = (f32, &'c Address)> + 'c, StoreError> {
         self.refresh(tx, dims, op)?;
-        let (addresses, spans): (Vec<&Address>, Vec<Span>) = super::prefix_ranges(prefix)
+        let (addresses, spans): (Vec<&Address>, Vec<Span>) = super::namespace::prefix_ranges(prefix)
             .into_iter()
             .flat_map(|range| self.spans.range(range))
             .map(|(address, span)| (address, *span))

@@ -1,6 +1,7 @@
 //! `ToolNode`: runs the tool calls of the model's last message.
 
 use super::event::{EventSink, ToolEvent};
+use super::finished_calls::FinishedCalls;
 use super::pipeline::Calls;
 use super::policy::{ToolPolicies, ToolPolicy};
 use super::runtime::ToolEnv;
@@ -8,6 +9,7 @@ use super::set::ToolSet;
 use crate::graph::{NodeFuture, NodeSpec, Shape};
 use crate::message::{Message, ToolCall};
 use crate::node::NodeOutput;
+use crate::pregel::calls::CallResults;
 use crate::runtime::Runtime;
 use crate::state::State;
 use std::fmt;
@@ -162,11 +164,11 @@ impl ToolNode {
         let reads = calls.iter().any(|call| self.tools.get(&call.name).is_none_or(|tool| tool.reads_runtime()));
         let env = if reads { ToolEnv::new().state(state.clone()) } else { ToolEnv::new() };
         let mut env = env.shared_context(Arc::clone(&rt.run.context));
-        env.results.clone_from(&rt.results);
+        env.results = rt.results.clone().map(|results| results as Arc<dyn FinishedCalls>);
         env.capture.clone_from(&rt.run.capture);
         env.metrics.clone_from(&rt.run.metrics);
         env.stream = rt.run.writer.as_ref().filter(|w| w.modes().contains(crate::StreamMode::Custom)).map(|writer| {
-            super::event::StreamTap { writer: Arc::clone(writer), node: Arc::from(rt.node()), step: rt.step() }
+            super::writer::StreamTap { writer: Arc::clone(writer), node: Arc::from(rt.node()), step: rt.step() }
         });
         match &rt.run.store {
             Some(store) => env.store(Arc::clone(store)),
@@ -234,5 +236,16 @@ impl fmt::Debug for ToolNode {
             .field("policies", &self.policies.by_tool)
             .field("sink", &self.sink.is_some())
             .finish()
+    }
+}
+
+/// The executor's memory of a task's calls, as the tools see it.
+impl FinishedCalls for CallResults {
+    fn get(&self, slot: u32, key: &str) -> Option<serde_json::Value> {
+        CallResults::get(self, slot, key)
+    }
+
+    fn put<'a>(&'a self, slot: u32, key: &'a str, value: serde_json::Value) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(CallResults::put(self, slot, key, value))
     }
 }

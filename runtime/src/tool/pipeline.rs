@@ -1,11 +1,12 @@
 //! One tool call, from the model's request to the tool message: validate arguments → execute →
 //! validate result → redact → emit → return. Every failure becomes an error message.
 
-use super::event::{CallScope, EventSink, ToolEvent, ToolWriter};
+use super::event::{EventSink, ToolEvent};
 use super::output::ToolOutput;
 use super::policy::{ToolPolicies, ToolPolicy};
 use super::runtime::ToolEnv;
 use super::set::ToolSet;
+use super::writer::{CallScope, ToolWriter};
 use super::{Tool, ToolError, support, validate};
 use crate::error::NodeError;
 use crate::message::{Message, ToolCall, fresh_id};

@@ -2,7 +2,7 @@
 //! a progress writer, and the graph's long-term memory store.
 
 use super::error::ToolError;
-use super::event::ToolWriter;
+use super::writer::ToolWriter;
 use crate::store::{Store, StoreError};
 use std::any::{Any, type_name};
 use std::fmt;
@@ -182,9 +182,9 @@ pub struct ToolEnv {
     context: Arc<Erased>,
     store: Option<Arc<dyn Store>>,
     /// The results of the task's finished calls, when the tools run inside a graph's task.
-    pub(crate) results: Option<Arc<crate::pregel::calls::CallResults>>,
+    pub(crate) results: Option<Arc<dyn super::finished_calls::FinishedCalls>>,
     /// The run's stream, when the tools run in a task of a run streamed with `custom`.
-    pub(crate) stream: Option<super::event::StreamTap>,
+    pub(crate) stream: Option<super::writer::StreamTap>,
     /// What the calls' spans may carry beyond names and outcomes (arguments and results).
     pub(crate) capture: Option<Arc<crate::log::CapturePolicy>>,
     /// Where the run reports the calls, when the tools run in a task of a run with metrics.

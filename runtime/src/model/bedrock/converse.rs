@@ -1,14 +1,15 @@
 //! Chat on AWS Bedrock through the Converse API (`POST /model/{modelId}/converse`, and
 //! `/converse-stream`, whose reply is an AWS event stream).
 
+use super::aws::{Aws, PROVIDER, post, stream_exception, url};
 use super::event_stream::Frames;
-use super::{Aws, AwsCredentials, PROVIDER, post, stream_exception, url};
 use crate::message::{Message, Role, ToolCall};
 use crate::model::anthropic::answer_of_forced_tool;
 use crate::model::http::{self, Connection, invalid};
 use crate::model::reply::{FinishReason, ModelReply, ReplySink, ToolCallDelta};
 use crate::model::request::{ModelRequest, ModelSettings, ToolChoice};
 use crate::model::{ModelError, Usage, sse};
+use aws_credential_types::Credentials as AwsCredentials;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};

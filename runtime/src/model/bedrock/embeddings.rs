@@ -1,10 +1,11 @@
 //! Embeddings on AWS Bedrock through `InvokeModel` (`POST /model/{modelId}/invoke`): Amazon
 //! Titan Text Embeddings (one text per call) and Cohere Embed (up to 96 texts per call).
 
-use super::{Aws, AwsCredentials, PROVIDER, post, url};
+use super::aws::{Aws, PROVIDER, post, url};
 use crate::model::ModelError;
 use crate::model::embed::{Embeddings, check_lengths, in_batches, with_retries};
 use crate::model::http::{self, Connection, invalid};
+use aws_credential_types::Credentials as AwsCredentials;
 use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;

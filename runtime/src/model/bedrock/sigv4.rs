@@ -1,7 +1,7 @@
 //! AWS Signature Version 4, through AWS's own signer (`aws-sigv4`).
 
-use super::AwsCredentials;
 use crate::model::ModelError;
+use aws_credential_types::Credentials as AwsCredentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 use std::time::SystemTime;
