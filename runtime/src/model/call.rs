@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 /// What a call needs of the model it makes: its names and one request answered. Every
-/// [`ChatModel`](super::ChatModel) is one (chat_model.rs), so the trait's provided calls come
+/// [`ChatModel`](super::ChatModel) is one (`chat_model.rs`), so the trait's provided calls come
 /// here without this file naming the trait that provides them.
 pub(crate) trait Generate {
     /// The provider's name.

@@ -312,7 +312,7 @@ fn decode_output<S: State, C>(
     if place.index != OUTPUT_INDEX {
         return Err(place.wrong("a task's output"));
     }
-    match node_of(&place, graph, body) {
+    match node_of(place, graph, body) {
         Some(expected) if expected == name => {}
         Some(expected) => {
             return Err(place

@@ -40,8 +40,7 @@ fn nested<T: Serialize + ?Sized, S: Serializer>(value: &T, serializer: S, left: 
     let depth = left.get();
     if depth == 0 {
         return Err(S::Error::custom(format!(
-            "the value is nested deeper than {} levels, the most a checkpoint stores",
-            MAX_DEPTH
+            "the value is nested deeper than {MAX_DEPTH} levels, the most a checkpoint stores"
         )));
     }
     left.set(depth - 1);
