@@ -130,7 +130,10 @@ async fn a_trace_is_shown_in_phoenix_page() {
     let sent = send("grpc", &phoenix.otlp_grpc_endpoint(), "receiver-page");
     phoenix.wait_for_spans("receiver-page", |spans| spans.len() >= 2, STORED).await;
     let picture = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("phoenix-trace.png");
-    let text = phoenix.screenshot_trace(&sent.trace, &["invoke_agent support", "chat gpt-4o-mini"], &picture).await;
+    // The root span's id is shown in the details pane, which fills in after the span tree: the
+    // page is waited on until it shows the id too.
+    let shown = ["invoke_agent support", "chat gpt-4o-mini", sent.parent.as_str()];
+    let text = phoenix.screenshot_trace(&sent.trace, &shown, &picture).await;
     assert!(text.contains(&sent.parent), "the selected root span's id is shown:\n{text}");
 }
 
