@@ -67,6 +67,7 @@ extern crate self as graphwright;
 
 mod boxed_error;
 pub mod cache;
+mod capture;
 pub mod checkpoint;
 pub mod command;
 pub mod config;

@@ -414,12 +414,12 @@ impl<C: Send + Sync> crate::model::CallContext for Runtime<C> {
     fn model_scope(&self) -> crate::model::Scope<'_> {
         crate::model::Scope {
             meter: &self.run.meter,
-            writer: self.run.writer.as_deref(),
+            writer: self.run.writer.as_deref().map(|writer| writer as &dyn crate::model::reporting::DeltaSink),
             node: crate::functional::scope::Flow::current_task().unwrap_or_else(|| self.node()),
             step: self.step(),
             run_id: self.run.run_id,
             thread: self.thread_id(),
-            log: self.run.log.as_ref(),
+            log: self.run.log.as_ref().map(|log| log as &dyn crate::model::reporting::CallLog),
             capture: self.run.capture.as_deref(),
             metrics: self.run.metrics.as_deref(),
         }

@@ -2,11 +2,10 @@
 //! the tracing span and the log entry. Every client goes through here.
 
 use super::context::Scope;
+use super::reporting::{CallDelta, CallRecord};
 use super::{ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, ToolCallDelta, prompt_hash};
-use crate::log::{At, LogEntryKind};
 use crate::message::Message;
 use crate::metrics::ModelCallEnded;
-use crate::stream::Written;
 use crate::trace_value::in_span;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
@@ -92,7 +91,7 @@ pub(crate) async fn respond<M: Generate + ?Sized>(
         scope.meter.charge(reply.usage)?;
         if let Some(writer) = scope.writer.filter(|_| watched) {
             let id = reply.message.id.clone().unwrap_or_default();
-            writer.write(scope.node, scope.step, Written::Usage { message_id: id, usage: reply.usage });
+            writer.delta(scope.node, scope.step, CallDelta::Usage { message_id: id, usage: reply.usage });
         }
         Ok(reply)
     });
@@ -104,20 +103,19 @@ pub(crate) async fn respond<M: Generate + ?Sized>(
             Ok(reply) => (Some(reply.usage), None),
             Err(error) => (None, Some(error.to_string())),
         };
-        let at = At { run_id: scope.run_id, thread: scope.thread, step: scope.step };
-        log.model_call(
-            &at,
-            LogEntryKind::ModelCall {
-                node: scope.node.to_owned(),
-                provider: model.provider().to_owned(),
-                model: model.model().to_owned(),
-                prompt_hash: hash.unwrap_or_else(|| prompt_hash(model.model(), messages, settings)),
-                attempts,
-                usage,
-                error,
-                duration_ms: started.elapsed().as_millis() as u64,
-            },
-        );
+        log.model_call(CallRecord {
+            run_id: scope.run_id,
+            thread: scope.thread,
+            step: scope.step,
+            node: scope.node,
+            provider: model.provider(),
+            model: model.model(),
+            prompt_hash: hash.unwrap_or_else(|| prompt_hash(model.model(), messages, settings)),
+            attempts,
+            usage,
+            error,
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
     }
     report(&scope, model, used, attempts, started.elapsed(), &result);
     result
@@ -188,22 +186,22 @@ impl ReplySink for Forward<'_> {
         }
         self.delivered = true;
         if let Some(writer) = self.scope.writer.filter(|_| self.watched) {
-            let written = Written::Message { message_id: self.message_id.to_owned(), delta: delta.to_owned() };
-            writer.write(self.scope.node, self.scope.step, written);
+            let written = CallDelta::Message { message_id: self.message_id.to_owned(), delta: delta.to_owned() };
+            writer.delta(self.scope.node, self.scope.step, written);
         }
     }
 
     fn tool_call(&mut self, delta: ToolCallDelta<'_>) {
         self.delivered = true;
         if let Some(writer) = self.scope.writer.filter(|_| self.watched) {
-            let written = Written::ToolCall {
+            let written = CallDelta::ToolCall {
                 message_id: self.message_id.to_owned(),
                 index: delta.index,
                 id: delta.id.map(str::to_owned),
                 name: delta.name.map(str::to_owned),
                 arguments: delta.arguments.to_owned(),
             };
-            writer.write(self.scope.node, self.scope.step, written);
+            writer.delta(self.scope.node, self.scope.step, written);
         }
     }
 }

@@ -1,10 +1,10 @@
 //! What a model call needs from the run it is made in: where deltas go, the run's usage and
-//! budget, its deadline, its log.
+//! budget, its deadline, its log (the last two through the model layer's own traits, in
+//! `reporting.rs`).
 
+use super::reporting::{CallLog, DeltaSink};
 use super::{BudgetLimit, ModelError, Usage};
-use crate::log::RunLog;
 use crate::model::Budget;
-use crate::stream::NodeWriter;
 use std::sync::Mutex;
 use tokio::time::Instant;
 
@@ -28,14 +28,14 @@ pub(crate) mod sealed {
 #[doc(hidden)]
 pub struct Scope<'a> {
     pub(crate) meter: &'a Meter,
-    pub(crate) writer: Option<&'a dyn NodeWriter>,
+    pub(crate) writer: Option<&'a dyn DeltaSink>,
     pub(crate) node: &'a str,
     pub(crate) step: u64,
     pub(crate) run_id: u64,
     pub(crate) thread: Option<&'a str>,
-    pub(crate) log: Option<&'a RunLog>,
+    pub(crate) log: Option<&'a dyn CallLog>,
     /// What the call's span may carry beyond counts (prompts and completions).
-    pub(crate) capture: Option<&'a crate::log::CapturePolicy>,
+    pub(crate) capture: Option<&'a crate::capture::CapturePolicy>,
     /// Where the run reports the call, if anywhere.
     pub(crate) metrics: Option<&'a dyn crate::metrics::RunMetrics>,
 }
@@ -43,7 +43,7 @@ pub struct Scope<'a> {
 impl Scope<'_> {
     /// Whether the run streams `messages`, so a reply is worth streaming.
     pub(crate) fn streams_messages(&self) -> bool {
-        self.writer.is_some_and(NodeWriter::streams_messages)
+        self.writer.is_some_and(DeltaSink::streams_messages)
     }
 }
 

@@ -81,6 +81,7 @@ mod ollama;
 mod openai;
 mod presets;
 mod reply;
+pub(crate) mod reporting;
 mod request;
 mod responses;
 mod retry;

@@ -44,7 +44,7 @@ pub(super) fn model_call(provider: &str, model: &str, settings: &ModelSettings, 
 }
 
 /// Whether the span may carry text, and under which policy.
-fn capturing<'a>(span: &tracing::Span, scope: &Scope<'a>) -> Option<&'a crate::log::CapturePolicy> {
+fn capturing<'a>(span: &tracing::Span, scope: &Scope<'a>) -> Option<&'a crate::capture::CapturePolicy> {
     scope.capture.filter(|policy| policy.messages && !span.is_disabled())
 }
 

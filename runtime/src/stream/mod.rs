@@ -20,7 +20,7 @@ mod writer;
 
 pub(crate) use queue::Queue;
 pub(crate) use sink::Sink;
-pub(crate) use writer::{NodeWriter, SharedWriter, Written};
+pub(crate) use writer::{SharedWriter, Written};
 
 pub use app::{APP_MODES, AppEvent, AppEvents};
 pub use event::{Event, EventKind};

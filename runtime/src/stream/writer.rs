@@ -4,6 +4,7 @@
 use super::mode::{StreamMode, StreamModes};
 use super::nested;
 use crate::error::GraphError;
+use crate::model::reporting::{CallDelta, DeltaSink};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ pub(crate) enum Written {
 
 /// The part of a sink that nodes (and subgraphs run by nodes) write to: not generic over the
 /// state, so `Runtime` can hold it.
-pub(crate) trait NodeWriter: Send + Sync {
+pub(crate) trait NodeWriter: DeltaSink {
     fn write(&self, node: &str, step: u64, written: Written) {
         self.write_nested(&[], node, step, written);
     }
@@ -45,3 +46,21 @@ pub(crate) trait NodeWriter: Send + Sync {
 
 /// A shared handle on a sink's node side, for `Runtime`.
 pub(crate) type SharedWriter = Arc<dyn NodeWriter>;
+
+/// A model call's pieces go to the stream as the node's writes.
+impl<W: NodeWriter + ?Sized> DeltaSink for W {
+    fn streams_messages(&self) -> bool {
+        NodeWriter::streams_messages(self)
+    }
+
+    fn delta(&self, node: &str, step: u64, delta: CallDelta) {
+        let written = match delta {
+            CallDelta::Message { message_id, delta } => Written::Message { message_id, delta },
+            CallDelta::ToolCall { message_id, index, id, name, arguments } => {
+                Written::ToolCall { message_id, index, id, name, arguments }
+            }
+            CallDelta::Usage { message_id, usage } => Written::Usage { message_id, usage },
+        };
+        self.write(node, step, written);
+    }
+}
