@@ -225,7 +225,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         self
     }
 
-    /// A static edge; `from` may be [`START`], `to` may be [`END`]. Several edges out of one
+    /// A static edge; `from` may be [`START`](crate::START), `to` may be [`END`](crate::END). Several edges out of one
     /// node run their targets together in the next step.
     #[must_use]
     pub fn add_edge(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
@@ -241,7 +241,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
     }
 
     /// A router: after each step in which `from` ran, `router` reads the new state and picks
-    /// where the run goes. `from` may be [`START`]: a conditional entry, whose router reads the
+    /// where the run goes. `from` may be [`START`](crate::START): a conditional entry, whose router reads the
     /// state after the run's input. A node's static edges, its routers and the routes it returns
     /// all lead somewhere: every one of them is followed.
     #[must_use]
@@ -337,7 +337,7 @@ impl<S: State, C: Send + Sync + 'static> StateGraph<S, C> {
         self
     }
 
-    /// Where runs on a thread keep their checkpoints; a [`MemorySaver`] when not set.
+    /// Where runs on a thread keep their checkpoints; a [`MemorySaver`](crate::MemorySaver) when not set.
     #[must_use]
     pub fn checkpointer(mut self, saver: impl Checkpointer) -> Self {
         self.saver = Some(Arc::new(saver));
