@@ -1,5 +1,5 @@
-//! What a run's `tracing` spans become in OpenTelemetry, read from the SDK's in-memory exporter
-//! behind `tracing-opentelemetry` (the layer `graphwright::otel` installs): the tree run → step →
+//! What a run's spans become in OpenTelemetry, read from the SDK's in-memory exporter behind
+//! `graphwright::otel`'s export and its layer: the tree run → step →
 //! node → model call / tool call, the GenAI attributes, token counts equal to the run's usage,
 //! error statuses, interrupts, checkpoint writes, and prompt text only when the capture policy
 //! allows it. The export itself, over OTLP to a real receiver, is tried in `otel_phoenix`.
@@ -8,11 +8,12 @@
 
 use graphwright::log::CapturePolicy;
 use graphwright::model::{FinishReason, ModelReply, ScriptedModel, Usage};
+use graphwright::otel::Otel;
 use graphwright::prebuilt::{MessagesState, react_agent};
 use graphwright::prelude::*;
-use opentelemetry::trace::{Status, TracerProvider as _};
+use opentelemetry::trace::Status;
 use opentelemetry::{KeyValue, Value};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Look a place up.
@@ -28,17 +29,16 @@ fn broken(query: String) -> Result<String, ToolError> {
     Err(ToolError::msg("broken", format!("the service is down for {query}")))
 }
 
-/// The spans of what `run` does, once it has finished.
+/// The spans of what `run` does, once it has finished, as export sends them.
 async fn spans_of<F: Future>(run: impl FnOnce() -> F) -> (F::Output, Vec<SpanData>) {
     let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-    let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
-    let subscriber = tracing_subscriber::registry().with(layer);
+    let telemetry = Otel::from_env().metrics(false).build_with_exporter(exporter.clone()).unwrap();
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
     let output = {
         let _guard = tracing::subscriber::set_default(subscriber);
         run().await
     };
-    provider.force_flush().unwrap();
+    telemetry.flush().unwrap();
     (output, exporter.get_finished_spans().unwrap())
 }
 
@@ -278,4 +278,81 @@ async fn a_cached_task_has_a_span_that_says_so() {
     assert_eq!(out.unwrap().state.n, 4);
     let node = one(&spans, "double");
     assert_eq!(attr(node, "graphwright.cached"), Some(&Value::Bool(true)));
+}
+
+/// Looks a place up through a service, tracing it as a program does with spans of its own.
+#[tool]
+fn geocode(place: String) -> String {
+    let service = tracing::info_span!("geo_service", place = %place);
+    let _service = service.enter();
+    let cache = tracing::info_span!("geo_cache");
+    let _cache = cache.enter();
+    format!("{place}: 59.91 N, 10.75 E")
+}
+
+/// The program's own spans and the run's are one tree: the run under the span it was started
+/// in, and a span a tool opens under that tool call's span, its own children under it.
+#[tokio::test(flavor = "current_thread")]
+async fn the_programs_own_spans_and_the_runs_are_one_tree() {
+    use tracing::Instrument as _;
+    let model = ScriptedModel::new([
+        Message::assistant("").with_tool_calls(vec![ToolCall::new("g1", "geocode", json!({"place": "Oslo"}))]),
+        Message::assistant("Oslo is at 59.91 N."),
+    ]);
+    let app = react_agent(model, tools![Geocode]).name("mapper").compile().unwrap();
+    let cfg = RunConfig::default();
+    let (out, spans) = spans_of(|| {
+        let request = tracing::info_span!("handle_request");
+        app.invoke(MessagesState::new([Message::user("Where is Oslo?")]), &cfg).instrument(request)
+    })
+    .await;
+    out.unwrap();
+
+    let request = one(&spans, "handle_request");
+    let run = one(&spans, "invoke_agent mapper");
+    assert_eq!(run.parent_span_id, request.span_context.span_id(), "the run is inside the request");
+    let call = one(&spans, "execute_tool geocode");
+    let service = one(&spans, "geo_service");
+    assert_eq!(service.parent_span_id, call.span_context.span_id(), "the tool's span is inside its call's");
+    assert_eq!(text(service, "place"), "Oslo");
+    assert_eq!(one(&spans, "geo_cache").parent_span_id, service.span_context.span_id());
+    let trace = request.span_context.trace_id();
+    assert!(spans.iter().all(|s| s.span_context.trace_id() == trace), "one trace");
+    assert_eq!(named(&spans, "step 1").len(), 1, "the run's spans go out once");
+}
+
+/// A node that lends its tools nothing of the run: they run with an environment of their own.
+#[graph]
+mod lonely {
+    use super::Geocode;
+    use graphwright::prelude::*;
+    use graphwright::tool::ToolEnv;
+
+    #[state]
+    pub struct State {
+        #[reducer(messages)]
+        pub messages: Vec<Message>,
+    }
+
+    #[node(entry, next = END)]
+    async fn look_up(state: &State) -> StateUpdate {
+        let _ = state;
+        let tools = ToolNode::new(tools![Geocode]);
+        let call = ToolCall::new("g9", "geocode", json!({"place": "Bergen"}));
+        StateUpdate::new().messages(tools.run_calls(&[call], &ToolEnv::new()).await)
+    }
+}
+
+/// A tool call made in a node that lent it nothing of the run is still in the run's trace,
+/// under the node's span.
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_without_the_runs_runtime_is_still_under_its_node() {
+    let app = lonely::graph().compile().unwrap();
+    let cfg = RunConfig::default();
+    let (out, spans) = spans_of(|| app.invoke(lonely::StateUpdate::new(), &cfg)).await;
+    out.unwrap();
+    let call = one(&spans, "execute_tool geocode");
+    assert_eq!(parent_of(&spans, call).name, "look_up");
+    assert_eq!(text(call, "graphwright.tool.outcome"), "ok");
+    assert_eq!(parent_of(&spans, one(&spans, "geo_service")).span_context.span_id(), call.span_context.span_id());
 }

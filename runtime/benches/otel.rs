@@ -218,6 +218,8 @@ fn summarize(workload: &Workload, config: &str, lines: &BTreeMap<&str, Vec<Value
         "ratio_to_off": median(&ratios("per_turn_us")),
         "ratio_to_off_rounds": ratios("per_turn_us"),
         "cpu_ratio_to_off": median(&ratios("cpu_per_turn_us")),
+        "run_cpu_per_turn_us": median(&of(config, "run_cpu_per_turn_us")),
+        "run_cpu_ratio_to_off": median(&ratios("run_cpu_per_turn_us")),
         "unit": "turn",
         "units": react::TURNS,
         "runs_per_round": mine.first().map_or(Value::Null, |l| l["runs"].clone()),
@@ -247,24 +249,21 @@ fn summarize(workload: &Workload, config: &str, lines: &BTreeMap<&str, Vec<Value
 fn print_table(lines: &[Value]) {
     eprintln!();
     eprintln!(
-        "{:<26} {:>10} {:>18} {:>18} {:>11} {:>9}",
-        "workload", "off µs", "subscriber µs", "export µs", "spans/run", "load 1m"
+        "{:<26} {:>10} {:>18} {:>18} {:>22} {:>11} {:>9}",
+        "workload", "off µs", "subscriber µs", "export µs", "export, run's CPU µs", "spans/run", "load 1m"
     );
     for chunk in lines.chunks(CONFIGS.len()) {
-        let cell = |l: &Value| {
-            format!(
-                "{:.3} ({:.2}×)",
-                l["per_turn_us"].as_f64().unwrap_or(0.0),
-                l["ratio_to_off"].as_f64().unwrap_or(0.0)
-            )
+        let cell = |l: &Value, key: &str, ratio: &str| {
+            format!("{:.3} ({:.2}×)", l[key].as_f64().unwrap_or(0.0), l[ratio].as_f64().unwrap_or(0.0))
         };
         let [off, sub, export] = chunk else { continue };
         eprintln!(
-            "{:<26} {:>10.3} {:>18} {:>18} {:>11.1} {:>9}",
+            "{:<26} {:>10.3} {:>18} {:>18} {:>22} {:>11.1} {:>9}",
             off["name"].as_str().unwrap_or(""),
             off["per_turn_us"].as_f64().unwrap_or(0.0),
-            cell(sub),
-            cell(export),
+            cell(sub, "per_turn_us", "ratio_to_off"),
+            cell(export, "per_turn_us", "ratio_to_off"),
+            cell(export, "run_cpu_per_turn_us", "run_cpu_ratio_to_off"),
             export["spans_per_run"].as_f64().unwrap_or(0.0),
             format!("{}–{}", export["load_1m"][0], export["load_1m"][1]),
         );
@@ -338,11 +337,14 @@ fn measure<T>(plan: &Plan, mut run: impl FnMut() -> T, check: impl Fn(T) -> Resu
     let mut problems = Vec::new();
     let mut walls = Vec::with_capacity(plan.runs);
     let mut cpu = Duration::ZERO;
+    let mut run_cpu = Duration::ZERO;
     for i in 0..plan.warmup + plan.runs {
         let cpu_before = cpu_time();
+        let run_cpu_before = thread_cpu_time();
         let started = Instant::now();
         let out = run();
         let wall = started.elapsed();
+        let run_cpu_used = thread_cpu_time().saturating_sub(run_cpu_before);
         let cpu_used = cpu_time().saturating_sub(cpu_before);
         if let Err(problem) = check(out) {
             problems.push(format!("run {i}: {problem}"));
@@ -350,6 +352,7 @@ fn measure<T>(plan: &Plan, mut run: impl FnMut() -> T, check: impl Fn(T) -> Resu
         if i >= plan.warmup {
             walls.push(wall);
             cpu += cpu_used;
+            run_cpu += run_cpu_used;
         }
     }
     let turns = react::TURNS as f64;
@@ -360,6 +363,7 @@ fn measure<T>(plan: &Plan, mut run: impl FnMut() -> T, check: impl Fn(T) -> Resu
     line.insert("per_turn_us_min".to_owned(), per_turn.iter().copied().fold(f64::INFINITY, f64::min).into());
     line.insert("per_turn_us_mean".to_owned(), (total.as_secs_f64() * 1e6 / turns / plan.runs as f64).into());
     line.insert("cpu_per_turn_us".to_owned(), (cpu.as_secs_f64() * 1e6 / turns / plan.runs as f64).into());
+    line.insert("run_cpu_per_turn_us".to_owned(), (run_cpu.as_secs_f64() * 1e6 / turns / plan.runs as f64).into());
     line.insert("runs".to_owned(), plan.runs.into());
     line.insert("runs_total".to_owned(), (plan.warmup + plan.runs).into());
     line.insert("ok".to_owned(), problems.is_empty().into());
@@ -372,7 +376,17 @@ fn measure<T>(plan: &Plan, mut run: impl FnMut() -> T, check: impl Fn(T) -> Resu
 
 /// CPU time of the whole process, every thread (`CLOCK_PROCESS_CPUTIME_ID`).
 fn cpu_time() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    clock(rustix::time::ClockId::ProcessCPUTime)
+}
+
+/// CPU time of this thread, the one the run goes on (`CLOCK_THREAD_CPUTIME_ID`): the run's own
+/// time, whatever other threads (the exporter's) take of the machine.
+fn thread_cpu_time() -> Duration {
+    clock(rustix::time::ClockId::ThreadCPUTime)
+}
+
+fn clock(id: rustix::time::ClockId) -> Duration {
+    let t = rustix::time::clock_gettime(id);
     Duration::new(u64::try_from(t.tv_sec).unwrap_or(0), u32::try_from(t.tv_nsec).unwrap_or(0))
 }
 

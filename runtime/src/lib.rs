@@ -100,6 +100,9 @@ pub mod state;
 pub mod store;
 pub mod stream;
 pub mod tool;
+// Records are made only for export, which the `otel` feature brings.
+#[cfg_attr(not(feature = "otel"), allow(dead_code, unused_imports))]
+mod telemetry;
 mod trace_value;
 mod user;
 

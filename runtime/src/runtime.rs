@@ -93,6 +93,9 @@ pub(crate) struct RunShared<C> {
     pub(crate) breakpoints: Option<crate::config::NodeBreakpoints>,
     /// Who started the run ([`RunConfig::user`](crate::RunConfig::user)).
     pub(crate) user: Option<Arc<crate::AuthUser>>,
+    /// Where the run's spans are recorded, when they are exported (shared with the runs of
+    /// its subgraphs).
+    pub(crate) trace: Option<crate::telemetry::RunTrace>,
 }
 
 impl<C> RunShared<C> {
@@ -152,6 +155,7 @@ impl Runtime<()> {
             parent_goto: std::sync::OnceLock::new(),
             breakpoints: None,
             user: None,
+            trace: None,
         };
         Self {
             run: Arc::new(run),
@@ -422,6 +426,7 @@ impl<C: Send + Sync> crate::model::CallContext for Runtime<C> {
             log: self.run.log.as_ref().map(|log| log as &dyn crate::model::reporting::CallLog),
             capture: self.run.capture.as_deref(),
             metrics: self.run.metrics.as_deref(),
+            trace: self.run.trace.as_ref(),
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::runtime::RunShared;
 use crate::state::{State, Update};
 use crate::store::Store;
 use crate::stream::{self, EventKind, RunStream, SharedWriter, Sink, StreamModes};
+use crate::telemetry::RunTrace;
 use crate::trace_value::in_span;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -203,11 +204,17 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             RunInput::Command(command) => command.fill_ids(),
         }
         let writer = sink.map(|s| Arc::clone(s) as SharedWriter);
-        let shared = self.shared(cfg, writer, run_id)?;
+        let recorded = RunTrace::begin(&self.inner.name);
+        let shared = self.shared(cfg, writer, run_id, recorded.as_ref().map(|(trace, _)| trace.clone()))?;
         let timer = RunTimer::start(shared.metrics.as_ref(), &self.inner.name, shared.run_id, cfg.thread_id.as_deref());
-        let span = crate::pregel::span::run(&self.inner.name, cfg.thread_id.as_deref(), shared.run_id);
+        let run_id = shared.run_id;
+        let span = crate::pregel::span::run(&self.inner.name, cfg.thread_id.as_deref(), run_id);
         let result = in_span(&span, self.run_as_given(input, cfg, shared, sink.map(|s| &**s))).await;
         crate::pregel::span::record_run(&span, &result);
+        if let Some((trace, open)) = recorded {
+            crate::pregel::span::close_run(&trace, open, &self.inner.name, cfg.thread_id.as_deref(), run_id, &result);
+            trace.finish();
+        }
         if let Some(timer) = timer {
             timer.end(outcome(&result));
         }
@@ -365,6 +372,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
         cfg: &RunConfig<C>,
         writer: Option<SharedWriter>,
         run_id: Option<u64>,
+        trace: Option<RunTrace>,
     ) -> Result<Arc<RunShared<C>>, GraphError> {
         let context = match (&cfg.context, self.inner.default_context) {
             (Some(context), _) => Arc::clone(context),
@@ -404,6 +412,7 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
                 Some(set) => Some(set.resolve(&self.inner.name, &self.inner.node_index)?),
                 None => None,
             },
+            trace,
         }))
     }
 }

@@ -393,6 +393,7 @@ fn run_shared<CS: State, C>(
         parent_goto: std::sync::OnceLock::new(),
         breakpoints: None,
         user: rt.run.user.clone(),
+        trace: rt.run.trace.as_ref().map(crate::telemetry::RunTrace::nested),
     })
 }
 

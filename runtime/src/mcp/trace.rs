@@ -9,7 +9,7 @@ use serde_json::Value;
 /// (feature `otel`); none otherwise.
 pub(super) fn meta() -> Option<RequestMetaObject> {
     #[cfg(feature = "otel")]
-    if let Some(traceparent) = crate::otel::traceparent(&tracing::Span::current()) {
+    if let Some(traceparent) = crate::otel::current_traceparent() {
         let mut meta = serde_json::Map::new();
         meta.insert("traceparent".to_owned(), Value::String(traceparent));
         return Some(RequestMetaObject::from(rmcp::model::MetaObject::from(meta)));

@@ -6,6 +6,7 @@ use super::reporting::{CallDelta, CallRecord};
 use super::{ModelError, ModelReply, ModelRequest, ModelSettings, ReplySink, ToolCallDelta, prompt_hash};
 use crate::message::Message;
 use crate::metrics::ModelCallEnded;
+use crate::telemetry::{Ticks, in_trace};
 use crate::trace_value::in_span;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
@@ -38,48 +39,60 @@ pub(crate) async fn respond<M: Generate + ?Sized>(
     let watched = scope.streams_messages();
     let stream = settings.streaming.unwrap_or(watched);
     let message_id = crate::message::fresh_id();
-    let span = super::span::model_call(model.provider(), model.model(), settings, &scope);
+    let mut span = super::span::CallSpan::open(model.provider(), model.model(), settings, &scope);
     // The hash (a canonical JSON of the whole prompt through SHA-256: most of an agent's own
-    // time per call) is made for its readers only: the log, or a subscriber that reads the
-    // span's fields, which makes it as it formats the field (one that keeps no fields never does).
-    let hash = scope.log.is_some().then(|| prompt_hash(model.model(), messages, settings));
+    // time per call) is made for its readers only: the log, an export, or a subscriber that
+    // reads the span's fields, which makes it as it formats the field (one that keeps no fields
+    // never does).
+    let hash = (scope.log.is_some() || span.is_recorded()).then(|| prompt_hash(model.model(), messages, settings));
     if let Some(hash) = &hash {
-        span.record("graphwright.prompt_hash", hash.as_str());
-    } else if !span.is_disabled() {
+        span.record_hash(hash);
+    } else if !span.tracing.is_disabled() {
         let lazy = LazyHash { model: model.model(), messages, settings };
-        span.record("graphwright.prompt_hash", tracing::field::display(&lazy));
+        span.tracing.record("graphwright.prompt_hash", tracing::field::display(&lazy));
     }
-    super::span::record_prompt(&span, &scope, messages);
+    span.record_prompt(&scope, messages);
     let started = Instant::now();
     let mut attempts = 0;
+    // The failures retried, for the recorded span.
+    let mut retries = Vec::new();
+    let recording = span.is_recorded();
     // A reply's usage, kept for the metrics even when the reply then fails the budget: its
     // tokens were spent.
     let mut used = None;
-    let result = in_span(&span, async {
-        loop {
-            attempts += 1;
-            span.record("graphwright.attempts", crate::trace_value::int(attempts));
-            let mut sink = Forward { scope: &scope, watched, message_id: &message_id, delivered: false };
-            let request = ModelRequest { model: model.model(), messages, settings, stream };
-            let error = match attempt(model, request, &mut sink, settings, &scope).await {
-                Ok(reply) => break Ok(reply),
-                Err(error) => error,
-            };
-            if sink.delivered || !settings.retry.retries(&error, attempts) {
-                break Err(error);
+    let tracing_span = &span.tracing;
+    let result = in_span(
+        tracing_span,
+        in_trace(span.inside(), async {
+            loop {
+                attempts += 1;
+                tracing_span.record("graphwright.attempts", crate::trace_value::int(attempts));
+                let mut sink = Forward { scope: &scope, watched, message_id: &message_id, delivered: false };
+                let request = ModelRequest { model: model.model(), messages, settings, stream };
+                let error = match attempt(model, request, &mut sink, settings, &scope).await {
+                    Ok(reply) => break Ok(reply),
+                    Err(error) => error,
+                };
+                if sink.delivered || !settings.retry.retries(&error, attempts) {
+                    break Err(error);
+                }
+                let wait = settings.retry.wait(attempts, error.retry_after());
+                if scope.meter.deadline().is_some_and(|d| Instant::now() + wait >= d) {
+                    break Err(ModelError::DeadlineExceeded {
+                        provider: model.provider().to_owned(),
+                        last: Some(Box::new(error)),
+                    });
+                }
+                tracing::warn!(attempt = attempts, ?wait, %error, "model call failed; retrying");
+                if recording {
+                    retries.push((Ticks::now(), attempts, wait, error.to_string()));
+                }
+                tokio::time::sleep(wait).await;
             }
-            let wait = settings.retry.wait(attempts, error.retry_after());
-            if scope.meter.deadline().is_some_and(|d| Instant::now() + wait >= d) {
-                break Err(ModelError::DeadlineExceeded {
-                    provider: model.provider().to_owned(),
-                    last: Some(Box::new(error)),
-                });
-            }
-            tracing::warn!(attempt = attempts, ?wait, %error, "model call failed; retrying");
-            tokio::time::sleep(wait).await;
-        }
-    })
+        }),
+    )
     .await;
+    span.record_attempts(attempts, retries);
     let result = result.and_then(|mut reply| {
         if let Some(price) = &settings.price {
             reply.usage = reply.usage.priced(price);
@@ -87,7 +100,7 @@ pub(crate) async fn respond<M: Generate + ?Sized>(
         reply.usage.calls = 1;
         reply.message.id = Some(message_id);
         used = Some(reply.usage);
-        super::span::record_reply(&span, &scope, &reply);
+        span.record_reply(&scope, &reply);
         scope.meter.charge(reply.usage)?;
         if let Some(writer) = scope.writer.filter(|_| watched) {
             let id = reply.message.id.clone().unwrap_or_default();
@@ -96,8 +109,9 @@ pub(crate) async fn respond<M: Generate + ?Sized>(
         Ok(reply)
     });
     if let Err(error) = &result {
-        super::span::record_error(&span, error);
+        span.record_error(error);
     }
+    span.end();
     if let Some(log) = scope.log {
         let (usage, error) = match &result {
             Ok(reply) => (Some(reply.usage), None),

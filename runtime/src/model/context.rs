@@ -38,6 +38,8 @@ pub struct Scope<'a> {
     pub(crate) capture: Option<&'a crate::capture::CapturePolicy>,
     /// Where the run reports the call, if anywhere.
     pub(crate) metrics: Option<&'a dyn crate::metrics::RunMetrics>,
+    /// Where the run's spans are recorded, when they are exported.
+    pub(crate) trace: Option<&'a crate::telemetry::RunTrace>,
 }
 
 impl Scope<'_> {

@@ -8,39 +8,60 @@
 use super::context::Scope;
 use super::{ModelError, ModelReply, ModelSettings};
 use crate::message::{Message, Role};
+use crate::telemetry::{Body, ChatBody, Current, Open, RECORDED, RunTrace, Status, Ticks};
 use crate::trace_value::{SpanName, int, record};
 use serde_json::{Value, json};
 use tracing::field::Empty;
 
-/// The span of one call to `model` of `provider`: empty fields are recorded as the call goes.
-pub(super) fn model_call(provider: &str, model: &str, settings: &ModelSettings, scope: &Scope<'_>) -> tracing::Span {
-    tracing::info_span!(
-        "chat",
-        "otel.name" = %SpanName("chat", model),
-        "otel.kind" = "client",
-        "otel.status_code" = Empty,
-        "otel.status_description" = Empty,
-        "gen_ai.operation.name" = "chat",
-        "gen_ai.provider.name" = provider,
-        "gen_ai.request.model" = model,
-        "gen_ai.request.temperature" = settings.temperature,
-        "gen_ai.request.max_tokens" = settings.max_tokens.map(int),
-        "gen_ai.response.id" = Empty,
-        "gen_ai.response.model" = Empty,
-        "gen_ai.response.finish_reasons" = Empty,
-        "gen_ai.usage.input_tokens" = Empty,
-        "gen_ai.usage.output_tokens" = Empty,
-        "gen_ai.usage.cache_read.input_tokens" = Empty,
-        "gen_ai.system_instructions" = Empty,
-        "gen_ai.input.messages" = Empty,
-        "gen_ai.output.messages" = Empty,
-        "error.type" = Empty,
-        "graphwright.node" = scope.node,
-        "graphwright.step" = int(scope.step),
-        "graphwright.prompt_hash" = Empty,
-        "graphwright.attempts" = Empty,
-        "graphwright.cost" = Empty,
-    )
+/// The `tracing` span of a model call, with its target: `RECORDED` for a call whose span the run
+/// also records (which export then leaves to the record), this module's otherwise.
+macro_rules! chat_span {
+    ($target:expr, $provider:expr, $model:expr, $settings:expr, $scope:expr) => {
+        tracing::info_span!(
+            target: $target,
+            "chat",
+            "otel.name" = %SpanName("chat", $model),
+            "otel.kind" = "client",
+            "otel.status_code" = Empty,
+            "otel.status_description" = Empty,
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.provider.name" = $provider,
+            "gen_ai.request.model" = $model,
+            "gen_ai.request.temperature" = $settings.temperature,
+            "gen_ai.request.max_tokens" = $settings.max_tokens.map(int),
+            "gen_ai.response.id" = Empty,
+            "gen_ai.response.model" = Empty,
+            "gen_ai.response.finish_reasons" = Empty,
+            "gen_ai.usage.input_tokens" = Empty,
+            "gen_ai.usage.output_tokens" = Empty,
+            "gen_ai.usage.cache_read.input_tokens" = Empty,
+            "gen_ai.system_instructions" = Empty,
+            "gen_ai.input.messages" = Empty,
+            "gen_ai.output.messages" = Empty,
+            "error.type" = Empty,
+            "graphwright.node" = $scope.node,
+            "graphwright.step" = int($scope.step),
+            "graphwright.prompt_hash" = Empty,
+            "graphwright.attempts" = Empty,
+            "graphwright.cost" = Empty,
+        )
+    };
+}
+
+/// The span of one call to `model` of `provider` (`recorded` when the run records it too): empty
+/// fields are recorded as the call goes.
+fn model_call(
+    provider: &str,
+    model: &str,
+    settings: &ModelSettings,
+    scope: &Scope<'_>,
+    recorded: bool,
+) -> tracing::Span {
+    if recorded {
+        chat_span!(RECORDED, provider, model, settings, scope)
+    } else {
+        chat_span!(module_path!(), provider, model, settings, scope)
+    }
 }
 
 /// Whether the span may carry text, and under which policy.
@@ -49,23 +70,40 @@ fn capturing<'a>(span: &tracing::Span, scope: &Scope<'a>) -> Option<&'a crate::c
 }
 
 /// The prompt, when the policy lets it out: system messages apart, as the conventions keep them.
-pub(super) fn record_prompt(span: &tracing::Span, scope: &Scope<'_>, messages: &[Message]) {
+fn record_prompt(span: &tracing::Span, scope: &Scope<'_>, messages: &[Message]) {
     let Some(policy) = capturing(span, scope) else { return };
-    let (system, rest): (Vec<&Message>, Vec<&Message>) = messages.iter().partition(|m| m.role == Role::System);
-    if !system.is_empty() {
-        let parts: Vec<Value> = system.iter().map(|m| json!({"type": "text", "content": m.content})).collect();
-        if let Some(text) = policy.text(true, &parts) {
-            span.record("gen_ai.system_instructions", text);
-        }
+    let (system, input) = prompt_texts(policy, messages);
+    if let Some(text) = system {
+        span.record("gen_ai.system_instructions", text);
     }
-    let input: Vec<Value> = rest.into_iter().map(convention_message).collect();
-    if let Some(text) = policy.text(true, &input) {
+    if let Some(text) = input {
         span.record("gen_ai.input.messages", text);
     }
 }
 
+/// The prompt as the conventions write it, redacted: its system instructions (if any) and the
+/// other messages.
+fn prompt_texts(policy: &crate::capture::CapturePolicy, messages: &[Message]) -> (Option<String>, Option<String>) {
+    let (system, rest): (Vec<&Message>, Vec<&Message>) = messages.iter().partition(|m| m.role == Role::System);
+    let system = (!system.is_empty())
+        .then(|| {
+            let parts: Vec<Value> = system.iter().map(|m| json!({"type": "text", "content": m.content})).collect();
+            policy.text(true, &parts)
+        })
+        .flatten();
+    let input: Vec<Value> = rest.into_iter().map(convention_message).collect();
+    (system, policy.text(true, &input))
+}
+
+/// The completion as the conventions write it, redacted.
+fn completion_text(policy: &crate::capture::CapturePolicy, reply: &ModelReply) -> Option<String> {
+    let mut message = convention_message(&reply.message);
+    message["finish_reason"] = json!(reply.finish_reason.as_str());
+    policy.text(true, &[message])
+}
+
 /// What the reply says of itself: its id, model, reason, tokens and (when allowed) text.
-pub(super) fn record_reply(span: &tracing::Span, scope: &Scope<'_>, reply: &ModelReply) {
+fn record_reply(span: &tracing::Span, scope: &Scope<'_>, reply: &ModelReply) {
     if span.is_disabled() {
         return;
     }
@@ -84,17 +122,13 @@ pub(super) fn record_reply(span: &tracing::Span, scope: &Scope<'_>, reply: &Mode
             ("otel.status_code", &"ok"),
         ],
     );
-    if let Some(policy) = capturing(span, scope) {
-        let mut message = convention_message(&reply.message);
-        message["finish_reason"] = json!(reply.finish_reason.as_str());
-        if let Some(text) = policy.text(true, &[message]) {
-            span.record("gen_ai.output.messages", text);
-        }
+    if let Some(text) = capturing(span, scope).and_then(|policy| completion_text(policy, reply)) {
+        span.record("gen_ai.output.messages", text);
     }
 }
 
 /// A failed call: the span's status says why.
-pub(super) fn record_error(span: &tracing::Span, error: &ModelError) {
+fn record_error(span: &tracing::Span, error: &ModelError) {
     if span.is_disabled() {
         return;
     }
@@ -123,4 +157,111 @@ fn convention_message(message: &Message) -> Value {
         parts.push(json!({"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}));
     }
     json!({"role": role, "parts": parts})
+}
+
+/// A model call's spans: its `tracing` span, and its recorded span when the run is recorded.
+pub(super) struct CallSpan {
+    pub(super) tracing: tracing::Span,
+    recorded: Option<RecordedCall>,
+}
+
+struct RecordedCall {
+    trace: RunTrace,
+    open: Open,
+    body: Box<ChatBody>,
+    status: Status,
+}
+
+impl CallSpan {
+    /// The spans of one call to `model` of `provider`, filled in as the call goes.
+    pub(super) fn open(provider: &str, model: &str, settings: &ModelSettings, scope: &Scope<'_>) -> Self {
+        // A call inside a node that lent the model nothing of its run still records into the
+        // run's trace, found from the node's span.
+        let trace = scope.trace.cloned().or_else(RunTrace::current);
+        let recorded = trace.map(|trace| RecordedCall {
+            open: trace.open_here(),
+            trace,
+            body: Box::new(ChatBody {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+                temperature: settings.temperature,
+                max_tokens: settings.max_tokens.map(u64::from),
+                node: scope.node.to_owned(),
+                step: scope.step,
+                ..ChatBody::default()
+            }),
+            status: Status::Unset,
+        });
+        let traced = model_call(provider, model, settings, scope, recorded.is_some());
+        Self { tracing: traced, recorded }
+    }
+
+    /// Whether the call is recorded (and so wants its prompt's hash).
+    pub(super) fn is_recorded(&self) -> bool {
+        self.recorded.is_some()
+    }
+
+    /// The recorded span, as code inside the call sees it (the request's `traceparent`).
+    pub(super) fn inside(&self) -> Option<Current> {
+        self.recorded.as_ref().map(|r| r.trace.inside(&r.open))
+    }
+
+    /// The prompt's hash.
+    pub(super) fn record_hash(&mut self, hash: &str) {
+        self.tracing.record("graphwright.prompt_hash", hash);
+        if let Some(r) = &mut self.recorded {
+            r.body.prompt_hash = Some(hash.to_owned());
+        }
+    }
+
+    /// The prompt, when the policy lets it out (see [`record_prompt`]).
+    pub(super) fn record_prompt(&mut self, scope: &Scope<'_>, messages: &[Message]) {
+        record_prompt(&self.tracing, scope, messages);
+        let (Some(r), Some(policy)) = (&mut self.recorded, scope.capture.filter(|policy| policy.messages)) else {
+            return;
+        };
+        let (system, input) = prompt_texts(policy, messages);
+        r.body.system_instructions = system;
+        r.body.input_messages = input;
+    }
+
+    /// The attempts made, and the failures retried (when, which attempt, the wait, the error).
+    pub(super) fn record_attempts(&mut self, attempts: u32, retries: Vec<(Ticks, u32, std::time::Duration, String)>) {
+        if let Some(r) = &mut self.recorded {
+            r.body.attempts = attempts;
+            r.body.retries = retries;
+        }
+    }
+
+    /// What the reply says of itself (see [`record_reply`]).
+    pub(super) fn record_reply(&mut self, scope: &Scope<'_>, reply: &ModelReply) {
+        record_reply(&self.tracing, scope, reply);
+        let Some(r) = &mut self.recorded else { return };
+        let body = &mut r.body;
+        body.response_id.clone_from(&reply.response_id);
+        body.response_model = (!reply.model.is_empty()).then(|| reply.model.clone());
+        body.finish_reasons = Some(json!([reply.finish_reason.as_str()]).to_string());
+        body.usage = Some([reply.usage.input_tokens, reply.usage.output_tokens, reply.usage.cached_tokens]);
+        body.cost = Some(reply.usage.cost);
+        if let Some(policy) = scope.capture.filter(|policy| policy.messages) {
+            body.output_messages = completion_text(policy, reply);
+        }
+        r.status = Status::Ok;
+    }
+
+    /// A failed call (see [`record_error`]).
+    pub(super) fn record_error(&mut self, error: &ModelError) {
+        record_error(&self.tracing, error);
+        if let Some(r) = &mut self.recorded {
+            r.body.error_type = Some(error.kind());
+            r.status = Status::Error(error.to_string());
+        }
+    }
+
+    /// Ends the recorded span.
+    pub(super) fn end(self) {
+        if let Some(r) = self.recorded {
+            r.trace.close(r.open, r.status, |_| Body::Chat(r.body));
+        }
+    }
 }

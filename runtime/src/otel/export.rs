@@ -1,15 +1,18 @@
 //! Setting up OTLP export: the tracer and meter providers, made from the standard `OTEL_*`
 //! variables, and the `tracing` layer that feeds the run's spans to them.
 
+use super::parent::{EnterRecorded, LeaveRecorded};
+use super::recorder::{Exporting, Shared};
+use crate::telemetry::{Recorder, RecorderHandle};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider};
+use std::sync::Arc;
 use tracing::level_filters::LevelFilter;
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
 
@@ -149,14 +152,47 @@ impl Otel {
     pub fn build(self) -> Result<Telemetry, OtelError> {
         let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
         let off = |signal: &str| disabled || env(signal).is_some_and(|v| v.eq_ignore_ascii_case("none"));
+        let exporter = if off("OTEL_TRACES_EXPORTER") { None } else { Some(self.span_exporter()?) };
+        self.build_with(exporter, !off("OTEL_METRICS_EXPORTER"))
+    }
+
+    /// [`build`](Self::build), with spans going to `exporter` rather than over OTLP: an
+    /// exporter of the program's own, or the SDK's in-memory one in tests.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build), for the metrics' exporter.
+    pub fn build_with_exporter<E>(self, exporter: E) -> Result<Telemetry, OtelError>
+    where
+        E: opentelemetry_sdk::trace::SpanExporter + 'static,
+    {
+        let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let metrics_off = disabled || env("OTEL_METRICS_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"));
+        self.build_with(Some(exporter), !metrics_off)
+    }
+
+    fn build_with<E>(self, exporter: Option<E>, metrics: bool) -> Result<Telemetry, OtelError>
+    where
+        E: opentelemetry_sdk::trace::SpanExporter + 'static,
+    {
         let resource = self.resource();
-        let tracer = if off("OTEL_TRACES_EXPORTER") {
-            SdkTracerProvider::builder().with_resource(resource.clone()).build()
-        } else {
-            let exporter = self.span_exporter()?;
-            SdkTracerProvider::builder().with_resource(resource.clone()).with_batch_exporter(exporter).build()
+        let (tracer, recorder) = match exporter {
+            None => (SdkTracerProvider::builder().with_resource(resource.clone()).build(), None),
+            Some(mut exporter) => {
+                // The processor is shared, so the provider cannot hand it the resource: the
+                // exporter has it from the start.
+                exporter.set_resource(&resource);
+                let processor = Arc::new(BatchSpanProcessor::builder(exporter).build());
+                let recorder = Exporting::start(Arc::clone(&processor), super::sampler::from_env())
+                    .map_err(|e| OtelError::Export(format!("could not start the span recorder's thread: {e}")))?;
+                let tracer = SdkTracerProvider::builder()
+                    .with_resource(resource.clone())
+                    .with_sampler(super::sampler::from_env())
+                    .with_span_processor(Shared(processor))
+                    .build();
+                (tracer, Some(Arc::new(recorder)))
+            }
         };
-        let meter = if self.metrics && !off("OTEL_METRICS_EXPORTER") {
+        let meter = if self.metrics && metrics {
             let exporter = self.metric_exporter()?;
             Some(SdkMeterProvider::builder().with_resource(resource).with_periodic_exporter(exporter).build())
         } else {
@@ -167,7 +203,7 @@ impl Otel {
         if let Some(meter) = &meter {
             opentelemetry::global::set_meter_provider(meter.clone());
         }
-        Ok(Telemetry { tracer, meter })
+        Ok(Telemetry { tracer, meter, recorder })
     }
 
     /// [`build`](Self::build), then installs a global `tracing` subscriber made of
@@ -291,6 +327,8 @@ fn env(name: &str) -> Option<String> {
 pub struct Telemetry {
     tracer: SdkTracerProvider,
     meter: Option<SdkMeterProvider>,
+    /// Takes the runs' spans (none when traces are not exported).
+    recorder: Option<Arc<Exporting>>,
 }
 
 impl std::fmt::Debug for Telemetry {
@@ -300,33 +338,25 @@ impl std::fmt::Debug for Telemetry {
 }
 
 impl Telemetry {
-    /// The `tracing` layer that turns spans into OpenTelemetry spans for this export. It takes
-    /// spans at `INFO` and above, and none from the HTTP and gRPC crates the export itself
-    /// uses (which would otherwise trace their own exporting). Spans go out without source
-    /// locations (`code.*`) or `target`: on a run's spans they would name the same few lines of
-    /// this crate, at a cost in every span's size and export.
+    /// The `tracing` layer of this export. Runs started under a subscriber that has it record
+    /// their spans for it (cheaply, off the run's thread: the runtime's own `tracing` spans are
+    /// left to other layers), and it turns the program's own spans into OpenTelemetry spans,
+    /// those opened inside a node becoming children of the node's span. It takes spans at `INFO`
+    /// and above, and none from the HTTP and gRPC crates the export itself uses (which would
+    /// otherwise trace their own exporting). Spans go out without source locations (`code.*`) or
+    /// `target`.
     pub fn layer<S>(&self) -> impl Layer<S> + use<S>
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     {
-        let own_transport = Targets::new()
-            .with_default(LevelFilter::INFO)
-            .with_target("h2", LevelFilter::OFF)
-            .with_target("hyper", LevelFilter::OFF)
-            .with_target("hyper_util", LevelFilter::OFF)
-            .with_target("tonic", LevelFilter::OFF)
-            .with_target("tower", LevelFilter::OFF)
-            .with_target("reqwest", LevelFilter::OFF)
-            .with_target("opentelemetry", LevelFilter::OFF)
-            .with_target("opentelemetry_sdk", LevelFilter::OFF)
-            .with_target("opentelemetry_otlp", LevelFilter::OFF);
-        tracing_opentelemetry::layer()
+        let own = tracing_opentelemetry::layer()
             .with_tracer(self.tracer.tracer("graphwright"))
             .with_threads(false)
             .with_location(false)
             .with_target(false)
-            .with_tracked_inactivity(false)
-            .with_filter(own_transport)
+            .with_tracked_inactivity(false);
+        let recorder = self.recorder.as_ref().map(|r| RecorderHandle(Arc::clone(r) as Arc<dyn Recorder>));
+        EnterRecorded.and_then(own).and_then(LeaveRecorded).and_then(recorder).with_filter(super::filter::exported())
     }
 
     /// Sends every finished span (and the metrics so far) now, waiting until the receiver has
@@ -335,6 +365,11 @@ impl Telemetry {
     /// # Errors
     /// [`OtelError::Export`] when the receiver could not be reached.
     pub fn flush(&self) -> Result<(), OtelError> {
+        if let Some(recorder) = &self.recorder
+            && !recorder.flush()
+        {
+            return Err(OtelError::Export("the span recorder's thread did not answer within 30 s".to_owned()));
+        }
         self.tracer.force_flush().map_err(|e| OtelError::Export(e.to_string()))?;
         if let Some(meter) = &self.meter {
             meter.force_flush().map_err(|e| OtelError::Export(e.to_string()))?;
@@ -347,6 +382,9 @@ impl Telemetry {
     /// # Errors
     /// [`OtelError::Export`] when the last export failed.
     pub fn shutdown(self) -> Result<(), OtelError> {
+        if let Some(recorder) = &self.recorder {
+            recorder.stop();
+        }
         let traced = self.tracer.shutdown().map_err(|e| OtelError::Export(e.to_string()));
         let metered = match &self.meter {
             Some(meter) => meter.shutdown().map_err(|e| OtelError::Export(e.to_string())),
@@ -359,6 +397,9 @@ impl Telemetry {
 impl Drop for Telemetry {
     fn drop(&mut self) {
         // Shut down twice (after `shutdown`) is refused by the SDK without effect.
+        if let Some(recorder) = &self.recorder {
+            recorder.stop();
+        }
         let _ = self.tracer.shutdown();
         if let Some(meter) = &self.meter {
             let _ = meter.shutdown();

@@ -50,7 +50,13 @@
 //! [`CapturePolicy`](crate::log::CapturePolicy) has `messages` ([`RunConfig::capture`](crate::RunConfig::capture)).
 //! Model requests carry the model call's `traceparent`, so a tracing gateway joins the trace.
 //!
-//! With no subscriber (nothing set up) no span is built: the run pays one check per span.
+//! A run started under a subscriber that has export's layer records these spans itself: one
+//! small record per span on the run's thread, turned into OpenTelemetry spans on a thread of
+//! the export's own, for the batch processor that also exports the program's own `tracing`
+//! spans. Those the program opens inside a node, a model call or a tool call are children of
+//! its span, and a run started inside a span of the program's continues that span's trace.
+//! Other subscribers see the run's spans as `tracing` spans. With no subscriber (nothing set
+//! up) no span is built: the run pays one check per span.
 //!
 //! Metrics: every run without metrics of its own ([`RunConfig::metrics`](crate::RunConfig::metrics))
 //! reports to [`OtelMetrics`] over the global meter provider, which [`Otel::build`] installs (or
@@ -59,11 +65,18 @@
 //! name one (`gen_ai.client.token.usage`, `gen_ai.client.operation.duration`), and
 //! `graphwright.*` where they do not (runs, tool calls).
 
+mod convert;
 mod export;
+mod filter;
 pub(crate) mod metrics;
+mod parent;
 mod propagate;
+mod recorder;
+mod sampler;
 
 pub use export::{Otel, OtelError, Protocol, Telemetry, init};
 pub use metrics::{OtelMetrics, global_metrics};
+#[cfg(feature = "mcp")]
+pub(crate) use propagate::current_traceparent;
 pub(crate) use propagate::inject;
 pub use propagate::{set_parent, traceparent};

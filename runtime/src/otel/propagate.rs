@@ -2,14 +2,15 @@
 //! helpers a server uses to continue a caller's trace and to carry a run's trace past a queue.
 
 use opentelemetry::propagation::{Extractor, Injector};
-use opentelemetry::trace::TraceContextExt;
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use std::collections::HashMap;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// Adds the current span's `traceparent` (and `tracestate`) to `request`, when the span is
-/// exported; leaves it as it is otherwise.
+/// exported: the run's recorded span the call is made in (a model call's), or else the current
+/// `tracing` span; leaves it as it is otherwise.
 pub(crate) fn inject(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-    let context = tracing::Span::current().context();
+    let context = current_context();
     if !context.span().span_context().is_valid() {
         return request;
     }
@@ -20,17 +21,42 @@ pub(crate) fn inject(request: reqwest::RequestBuilder) -> reqwest::RequestBuilde
     request.headers(headers)
 }
 
+/// The context of the span the code runs in: the run's recorded span (a model or tool call's),
+/// or else the current `tracing` span.
+fn current_context() -> opentelemetry::Context {
+    match crate::telemetry::current() {
+        Some(recorded) => opentelemetry::Context::new().with_remote_span_context(SpanContext::new(
+            TraceId::from(recorded.trace_id),
+            SpanId::from(recorded.span_id),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        )),
+        None => tracing::Span::current().context(),
+    }
+}
+
+/// The `traceparent` of the span the code runs in (see [`current_context`]), when it is
+/// exported: what an outgoing MCP call carries.
+#[cfg(feature = "mcp")]
+pub(crate) fn current_traceparent() -> Option<String> {
+    traceparent_of(&current_context())
+}
+
 /// The W3C `traceparent` of `span` (`00-<trace id>-<span id>-<flags>`), when it is exported:
 /// what a run keeps so that whoever executes it later, in this process or another, continues
 /// the same trace with [`set_parent`].
 #[must_use]
 pub fn traceparent(span: &tracing::Span) -> Option<String> {
-    let context = span.context();
+    traceparent_of(&span.context())
+}
+
+fn traceparent_of(context: &opentelemetry::Context) -> Option<String> {
     if !context.span().span_context().is_valid() {
         return None;
     }
     let mut carrier = Carrier::default();
-    opentelemetry::global::get_text_map_propagator(|propagator| propagator.inject_context(&context, &mut carrier));
+    opentelemetry::global::get_text_map_propagator(|propagator| propagator.inject_context(context, &mut carrier));
     carrier.0.remove("traceparent")
 }
 

@@ -14,6 +14,7 @@ use crate::error::GraphError;
 use crate::graph::Inner;
 use crate::interrupt::Resume;
 use crate::state::State;
+use crate::telemetry::RunTrace;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -48,6 +49,8 @@ pub(crate) struct On<'a> {
     /// The room for checkpoints waiting for the store that the run shares with the runs of its
     /// subgraphs (see [`Persist::new`]).
     pub(crate) ahead: Option<Arc<Semaphore>>,
+    /// Where the run's spans are recorded, when they are exported.
+    pub(crate) trace: Option<&'a RunTrace>,
 }
 
 /// Starts a run from new input: the thread's state (if it has one) with `input` folded in,
@@ -69,6 +72,7 @@ pub(crate) async fn start<S: State, C>(
         on.durability,
         head.as_ref(),
         on.ahead,
+        on.trace,
     );
     let mut planner = Planner::new(graph);
     if let Err(error) = persist.start(graph, &state, &input).await {
@@ -101,6 +105,7 @@ pub(crate) async fn resume<S: State, C>(
         on.durability,
         Some(&head),
         on.ahead,
+        on.trace,
     );
     let (mut base, mut body) = match from.filter(|id| *id != head.id) {
         None => {

@@ -93,7 +93,7 @@ pub(crate) async fn execute_on_thread<S: State, C: Send + Sync + 'static>(
     let held = Held::take(&graph.saver, &thread).await?;
     let result = async {
         let ahead = run.storage.as_ref().and_then(|s| s.ahead.clone());
-        let on = On { thread: &thread, claim: held.claim(), durability, ahead };
+        let on = On { thread: &thread, claim: held.claim(), durability, ahead, trace: run.trace.as_ref() };
         let (begin, initial_values) = match input {
             RunInput::Update(update) => {
                 let wrote = !update.is_empty();
@@ -185,7 +185,8 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
                 step += 1;
                 fill_slots(&mut slots, &mut saved, tasks.len());
                 let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
-                let at = task::At { step, checkpoint: checkpoint.as_ref(), calls: call_store.as_deref() };
+                let traced = span::StepSpan::open(&run, step, tasks.len());
+                let at = task::At::new((step, traced.id()), checkpoint.as_ref(), call_store.as_deref());
                 if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
                     boxed(|| events::tasks_started(graph, sink, step, &tasks)).await?;
                 }

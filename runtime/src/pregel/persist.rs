@@ -16,6 +16,7 @@ use crate::graph::Inner;
 use crate::interrupt::Interrupt;
 use crate::node::NodeOutput;
 use crate::state::State;
+use crate::telemetry::RunTrace;
 use crate::trace_value::in_span;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -57,6 +58,8 @@ pub(crate) struct Persist {
     raised: Vec<(u32, u32, u32)>,
     /// The number of the next outcome record of the current step.
     next_outcome: u32,
+    /// Where the run's spans are recorded, when they are exported.
+    trace: Option<RunTrace>,
 }
 
 impl Persist {
@@ -64,7 +67,7 @@ impl Persist {
     /// its checkpoints waiting for the store take their room from `ahead`, shared with the
     /// other runs of the same invocation (a subgraph's run stores its checkpoints with a writer
     /// of its own, while its parent's may still wait), or from room of its own when none is
-    /// given.
+    /// given. Its checkpoint writes are recorded into `trace`, when the run is recorded.
     pub(crate) fn new(
         saver: Arc<dyn Checkpointer>,
         claim: Claim,
@@ -72,9 +75,10 @@ impl Persist {
         durability: Durability,
         head: Option<&CheckpointRecord>,
         ahead: Option<Arc<Semaphore>>,
+        trace: Option<&RunTrace>,
     ) -> Self {
         let writer = (durability == Durability::Async && !saver.stores_in_memory())
-            .then(|| Writer::spawn(Arc::clone(&saver), claim.clone(), ahead));
+            .then(|| Writer::spawn(Arc::clone(&saver), claim.clone(), ahead, trace.cloned()));
         Self {
             saver,
             claim,
@@ -92,6 +96,7 @@ impl Persist {
             held: Vec::new(),
             raised: Vec::new(),
             next_outcome: 0,
+            trace: trace.cloned(),
         }
     }
 
@@ -229,18 +234,23 @@ impl Persist {
     /// Stores `op` with the saver, now: its own (boxed) future.
     pub(crate) fn store(&self, op: BatchOp) -> BoxFuture<'_, Result<(), CheckpointError>> {
         let span = super::write_span::checkpoint_write(std::slice::from_ref(&op));
+        let recorded =
+            self.trace.as_ref().map(|trace| super::write_span::Recorded::open(trace, std::slice::from_ref(&op)));
         let stored = match op {
             BatchOp::Put { record, expected_head, writes } => {
                 self.saver.put(&self.claim, record, expected_head, writes)
             }
             op @ BatchOp::Writes(_) => self.saver.put_batch(&self.claim, vec![op]),
         };
-        if span.is_disabled() {
+        if span.is_disabled() && recorded.is_none() {
             return stored;
         }
         Box::pin(async move {
             let stored = in_span(&span, stored).await;
             super::write_span::record_write(&span, &stored);
+            if let Some(recorded) = recorded {
+                recorded.end(&stored);
+            }
             stored
         })
     }

@@ -12,6 +12,7 @@ use crate::node::NodeOutput;
 use crate::runtime::{RunShared, Runtime, TaskInfo};
 use crate::state::State;
 use crate::stream::Sink;
+use crate::telemetry::{in_trace, within};
 use crate::trace_value::in_span;
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -66,7 +67,14 @@ async fn run_many<S: State, C: Send + Sync + 'static>(
     let mut pending = FuturesUnordered::new();
     for (index, task) in tasks.iter().enumerate() {
         if slots[index].is_some() {
-            super::span::skipped(graph, &graph.nodes[task.node as usize], at.step, index as u32, "resumed");
+            super::span::skipped_task(
+                graph,
+                &graph.nodes[task.node as usize],
+                run,
+                (at.step, at.step_span),
+                index as u32,
+                false,
+            );
             continue;
         }
         let node = &graph.nodes[task.node as usize];
@@ -198,9 +206,22 @@ fn unsaved<S: State>(result: Result<NodeOutput<S>, Stop>, error: GraphError) -> 
 #[derive(Clone, Copy)]
 pub(crate) struct At<'a> {
     pub(crate) step: u64,
+    /// The step's recorded span (0 when the run is not recorded).
+    pub(crate) step_span: u64,
     pub(crate) checkpoint: Option<&'a Arc<str>>,
     /// Where finished calls inside the tasks are stored, on a thread whose steps are stored.
     pub(crate) calls: Option<&'a super::calls::CallStore>,
+}
+
+impl<'a> At<'a> {
+    /// Step `step` (whose recorded span is `span`, 0 when the run is not recorded).
+    pub(crate) fn new(
+        (step, step_span): (u64, u64),
+        checkpoint: Option<&'a Arc<str>>,
+        calls: Option<&'a super::calls::CallStore>,
+    ) -> Self {
+        Self { step, step_span, checkpoint, calls }
+    }
 }
 
 /// Runs one task under its node's policies: through the cache, if the node caches its outputs
@@ -229,7 +250,7 @@ async fn run_task<S: State, C: Send + Sync + 'static>(
     })
     .await;
     if cached {
-        super::span::skipped(graph, &graph.nodes[task.node as usize], at.step, index, "cached");
+        super::span::skipped_task(graph, &graph.nodes[task.node as usize], run, (at.step, at.step_span), index, true);
     }
     (result, cached)
 }
@@ -248,9 +269,10 @@ async fn run_attempts<S: State, C: Send + Sync + 'static>(
     let mut attempt = 1;
     loop {
         let rt = runtime(run, at, index, task, attempt, results.clone());
-        let span = super::span::node(graph, node, at.step, index, attempt);
-        let attempted = super::span::observed(attempt_once(node, state, &rt, task), &span, run);
-        let error = match in_span(&span, attempted).await {
+        let span = super::span::NodeSpan::open(graph, node, run, (at.step, at.step_span), index, attempt);
+        let attempted = in_span(&span.tracing, in_trace(span.inside(), attempt_once(node, state, &rt, task))).await;
+        span.end(&attempted, run);
+        let error = match attempted {
             Ok(output) => return Ok(output),
             Err(error) => error,
         };
@@ -295,11 +317,13 @@ fn call_sync<S: State, C: Send + Sync + 'static>(
     let node = &graph.nodes[task.node as usize];
     let rt = runtime(run, at, index, task, 1, call_results(node, at, index, task));
     let input = task.payload.as_deref();
-    let span = super::span::node(graph, node, at.step, index, 1);
+    let span = super::span::NodeSpan::open(graph, node, run, (at.step, at.step_span), index, 1);
+    let inside = span.inside();
     let called = span
-        .in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| f(state, &rt, input))))
+        .tracing
+        .in_scope(|| within(inside, || std::panic::catch_unwind(AssertUnwindSafe(|| f(state, &rt, input)))))
         .unwrap_or_else(|payload| Err(NodeError::panicked(&*payload)));
-    super::span::record_attempt(&span, &called, run);
+    span.end(&called, run);
     called.map_err(|error| stop(node, run, at.step, error))
 }
 

@@ -50,6 +50,7 @@ pub(crate) async fn update_thread<S: State, C>(
             Durability::Sync,
             newest.as_ref(),
             None,
+            None,
         );
         let mut base = match (from, &newest) {
             (Some(id), Some(newest)) if id != newest.id => {

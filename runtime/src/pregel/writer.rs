@@ -3,6 +3,7 @@
 
 use crate::checkpoint::{BatchOp, CheckpointError, Checkpointer, Claim};
 use crate::config::Durability;
+use crate::telemetry::RunTrace;
 use crate::trace_value::in_span;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -45,7 +46,12 @@ pub(crate) type QueuedOp = (BatchOp, Option<OwnedSemaphorePermit>);
 impl Writer {
     /// Starts the writer of a run storing in `saver` under `claim`; its checkpoints waiting for
     /// the store take their room from `ahead`, or from room of its own when none is given.
-    pub(super) fn spawn(saver: Arc<dyn Checkpointer>, claim: Claim, ahead: Option<Arc<Semaphore>>) -> Self {
+    pub(super) fn spawn(
+        saver: Arc<dyn Checkpointer>,
+        claim: Claim,
+        ahead: Option<Arc<Semaphore>>,
+        trace: Option<RunTrace>,
+    ) -> Self {
         let (queue, mut rx) = mpsc::channel::<(BatchOp, Option<OwnedSemaphorePermit>)>(WRITER_QUEUE);
         // The writer's spans sit under the run's, though the writer outlives none of it.
         let run_span = tracing::Span::current();
@@ -65,8 +71,12 @@ impl Writer {
                 }
                 let (ops, permits): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
                 let span = run_span.in_scope(|| super::write_span::checkpoint_write(&ops));
+                let recorded = trace.as_ref().map(|trace| super::write_span::Recorded::open(trace, &ops));
                 let stored = in_span(&span, saver.put_batch(&claim, ops)).await;
                 super::write_span::record_write(&span, &stored);
+                if let Some(recorded) = recorded {
+                    recorded.end(&stored);
+                }
                 stored?;
                 drop(permits);
             }

@@ -167,6 +167,7 @@ impl ToolNode {
         env.results = rt.results.clone().map(|results| results as Arc<dyn FinishedCalls>);
         env.capture.clone_from(&rt.run.capture);
         env.metrics.clone_from(&rt.run.metrics);
+        env.trace.clone_from(&rt.run.trace);
         env.stream = rt.run.writer.as_ref().filter(|w| w.modes().contains(crate::StreamMode::Custom)).map(|writer| {
             super::writer::StreamTap { writer: Arc::clone(writer), node: Arc::from(rt.node()), step: rt.step() }
         });

@@ -6,11 +6,13 @@ use super::output::ToolOutput;
 use super::policy::{ToolPolicies, ToolPolicy};
 use super::runtime::ToolEnv;
 use super::set::ToolSet;
+use super::span::ToolSpan;
 use super::writer::{CallScope, ToolWriter};
 use super::{Tool, ToolError, support, validate};
 use crate::error::NodeError;
 use crate::message::{Message, ToolCall, fresh_id};
 use crate::metrics::ToolCallEnded;
+use crate::telemetry::in_trace;
 use crate::trace_value::in_span;
 use futures::FutureExt;
 use std::collections::HashMap;
@@ -50,10 +52,14 @@ async fn durable_one(
     duplicate_of: Option<usize>,
     env: &ToolEnv,
 ) -> Message {
-    let span = super::span::tool_call(call, index, env);
+    let span = super::span::ToolSpan::open(call, index, env);
     // The span goes down by reference, to say how the call ended: cheaper than finding the
     // current span again.
-    in_span(&span, stored_or_run(node, index, call, duplicate_of, env, &span)).await
+    let inside = span.inside();
+    let message =
+        in_span(&span.tracing, in_trace(inside, stored_or_run(node, index, call, duplicate_of, env, &span))).await;
+    span.end(call);
+    message
 }
 
 /// One call inside a graph's task: answered from its stored result when an earlier run of the
@@ -65,7 +71,7 @@ async fn stored_or_run(
     call: &ToolCall,
     duplicate_of: Option<usize>,
     env: &ToolEnv,
-    span: &tracing::Span,
+    span: &ToolSpan,
 ) -> Message {
     let Some(results) = &env.results else { return run_one(node, index, call, duplicate_of, env, span).await };
     let slot = u32::try_from(index).unwrap_or(u32::MAX);
@@ -73,7 +79,7 @@ async fn stored_or_run(
         match serde_json::from_value::<Message>(saved) {
             Ok(message) => {
                 tracing::debug!("answered from the call's stored result");
-                super::span::record_stored(span, &message);
+                span.record_stored(&message);
                 return message;
             }
             Err(error) => tracing::warn!(%error, "a stored call result is not a message; running the call again"),
@@ -95,7 +101,7 @@ async fn run_one(
     call: &ToolCall,
     duplicate_of: Option<usize>,
     env: &ToolEnv,
-    span: &tracing::Span,
+    span: &ToolSpan,
 ) -> Message {
     let policy = node.policies.of(&call.name);
     let scope = CallScope {
@@ -115,7 +121,7 @@ async fn run_one(
     let mut attempts = 0;
     let started = env.metrics.as_ref().map(|metrics| (metrics, tokio::time::Instant::now()));
     let outcome = checked_run(node, call, index, duplicate_of, env, &policy, &scope, &mut attempts).await;
-    super::span::record_outcome(span, env, &outcome, attempts);
+    span.record_outcome(env, &outcome, attempts);
     if let Some((metrics, started)) = started {
         let error = outcome.as_ref().err().map(ToolError::kind);
         metrics.tool_call_ended(&ToolCallEnded { tool: &call.name, attempts, duration: started.elapsed(), error });

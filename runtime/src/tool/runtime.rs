@@ -189,6 +189,8 @@ pub struct ToolEnv {
     pub(crate) capture: Option<Arc<crate::log::CapturePolicy>>,
     /// Where the run reports the calls, when the tools run in a task of a run with metrics.
     pub(crate) metrics: Option<Arc<dyn crate::metrics::RunMetrics>>,
+    /// Where the run's spans are recorded, when the tools run in a task of an exported run.
+    pub(crate) trace: Option<crate::telemetry::RunTrace>,
 }
 
 impl Default for ToolEnv {
@@ -209,6 +211,7 @@ impl ToolEnv {
             stream: None,
             capture: None,
             metrics: None,
+            trace: None,
         }
     }
 

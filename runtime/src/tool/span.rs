@@ -6,27 +6,38 @@ use super::ToolError;
 use super::output::ToolOutput;
 use super::runtime::ToolEnv;
 use crate::message::{Message, ToolCall};
+use crate::telemetry::{Body, Current, Open, RECORDED, RunTrace, Status, ToolBody};
 use crate::trace_value::{SpanName, int, record};
+use std::sync::{Mutex, PoisonError};
 use tracing::field::Empty;
 
-/// The span of the call at `index` of a model's reply.
-pub(super) fn tool_call(call: &ToolCall, index: usize, env: &ToolEnv) -> tracing::Span {
-    let span = tracing::info_span!(
-        "execute_tool",
-        "otel.name" = %SpanName("execute_tool", &call.name),
-        "otel.status_code" = Empty,
-        "otel.status_description" = Empty,
-        "gen_ai.operation.name" = "execute_tool",
-        "gen_ai.tool.name" = call.name.as_str(),
-        "gen_ai.tool.call.id" = call.id.as_str(),
-        "gen_ai.tool.type" = "function",
-        "gen_ai.tool.call.arguments" = Empty,
-        "gen_ai.tool.call.result" = Empty,
-        "error.type" = Empty,
-        "graphwright.tool.index" = int(index),
-        "graphwright.tool.outcome" = Empty,
-        "graphwright.tool.attempts" = Empty,
-    );
+/// The `tracing` span of a tool call, with its target: `RECORDED` for a call whose span the run
+/// also records (which export then leaves to the record), this module's otherwise.
+macro_rules! tool_span {
+    ($target:expr, $call:expr, $index:expr) => {
+        tracing::info_span!(
+            target: $target,
+            "execute_tool",
+            "otel.name" = %SpanName("execute_tool", &$call.name),
+            "otel.status_code" = Empty,
+            "otel.status_description" = Empty,
+            "gen_ai.operation.name" = "execute_tool",
+            "gen_ai.tool.name" = $call.name.as_str(),
+            "gen_ai.tool.call.id" = $call.id.as_str(),
+            "gen_ai.tool.type" = "function",
+            "gen_ai.tool.call.arguments" = Empty,
+            "gen_ai.tool.call.result" = Empty,
+            "error.type" = Empty,
+            "graphwright.tool.index" = int($index),
+            "graphwright.tool.outcome" = Empty,
+            "graphwright.tool.attempts" = Empty,
+        )
+    };
+}
+
+/// The span of the call at `index` of a model's reply; `recorded` when the run records it too.
+fn tool_call(call: &ToolCall, index: usize, env: &ToolEnv, recorded: bool) -> tracing::Span {
+    let span = if recorded { tool_span!(RECORDED, call, index) } else { tool_span!(module_path!(), call, index) };
     if let Some(policy) = capturing(&span, env)
         && let Some(text) = policy.text(true, &call.arguments)
     {
@@ -40,12 +51,7 @@ fn capturing<'a>(span: &tracing::Span, env: &'a ToolEnv) -> Option<&'a crate::lo
 }
 
 /// How the call ended: `ok` or the error's kind, which also sets the span's error status.
-pub(super) fn record_outcome(
-    span: &tracing::Span,
-    env: &ToolEnv,
-    outcome: &Result<ToolOutput, ToolError>,
-    attempts: u32,
-) {
+fn record_outcome(span: &tracing::Span, env: &ToolEnv, outcome: &Result<ToolOutput, ToolError>, attempts: u32) {
     if span.is_disabled() {
         return;
     }
@@ -84,9 +90,115 @@ pub(super) fn record_outcome(
 }
 
 /// A call answered from the result an earlier run of its task stored: it did not run again.
-pub(super) fn record_stored(span: &tracing::Span, message: &Message) {
+fn record_stored(span: &tracing::Span, message: &Message) {
     if span.is_disabled() {
         return;
     }
     span.record("graphwright.tool.outcome", if message.is_error { "stored_error" } else { "stored" });
+}
+
+/// A tool call's spans: its `tracing` span, and its recorded span when the call runs in a task
+/// of a recorded run.
+pub(super) struct ToolSpan {
+    pub(super) tracing: tracing::Span,
+    recorded: Option<RecordedCall>,
+}
+
+struct RecordedCall {
+    trace: RunTrace,
+    open: Open,
+    index: u32,
+    arguments: Option<String>,
+    /// How the call ended, said by the pipeline while the span is shared.
+    ended: Mutex<Ended>,
+}
+
+/// How a recorded call ended.
+#[derive(Default)]
+struct Ended {
+    attempts: Option<u32>,
+    outcome: Option<&'static str>,
+    error: Option<(&'static str, String)>,
+    result: Option<String>,
+}
+
+impl ToolSpan {
+    /// The spans of the call at `index` of a model's reply.
+    pub(super) fn open(call: &ToolCall, index: usize, env: &ToolEnv) -> Self {
+        // A call inside a node that lent the tools nothing of its run still records into the
+        // run's trace, found from the node's span.
+        let trace = env.trace.clone().or_else(RunTrace::current);
+        let recorded = trace.map(|trace| RecordedCall {
+            open: trace.open_here(),
+            trace,
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            arguments: env
+                .capture
+                .as_deref()
+                .filter(|policy| policy.messages)
+                .and_then(|policy| policy.text(true, &call.arguments)),
+            ended: Mutex::default(),
+        });
+        let traced = tool_call(call, index, env, recorded.is_some());
+        Self { tracing: traced, recorded }
+    }
+
+    /// The recorded span, as the tool's code sees it.
+    pub(super) fn inside(&self) -> Option<Current> {
+        self.recorded.as_ref().map(|r| r.trace.inside(&r.open))
+    }
+
+    /// How the call ended (see [`record_outcome`]).
+    pub(super) fn record_outcome(&self, env: &ToolEnv, outcome: &Result<ToolOutput, ToolError>, attempts: u32) {
+        record_outcome(&self.tracing, env, outcome, attempts);
+        let Some(r) = &self.recorded else { return };
+        let mut ended = r.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        ended.attempts = Some(attempts);
+        match outcome {
+            Ok(output) => {
+                ended.outcome = Some("ok");
+                ended.result =
+                    env.capture.as_deref().filter(|policy| policy.messages).and_then(|policy| match output {
+                        ToolOutput::Text(text) => Some(text.clone()),
+                        ToolOutput::Json(value) => policy.text(true, value),
+                    });
+            }
+            Err(error) => {
+                ended.outcome = Some(error.kind());
+                ended.error = Some((error.kind(), error.to_string()));
+            }
+        }
+    }
+
+    /// A call answered from its stored result (see [`record_stored`]).
+    pub(super) fn record_stored(&self, message: &Message) {
+        record_stored(&self.tracing, message);
+        if let Some(r) = &self.recorded {
+            r.ended.lock().unwrap_or_else(PoisonError::into_inner).outcome =
+                Some(if message.is_error { "stored_error" } else { "stored" });
+        }
+    }
+
+    /// Ends the recorded span of `call`.
+    pub(super) fn end(self, call: &ToolCall) {
+        let Some(r) = self.recorded else { return };
+        let ended = r.ended.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let (status, error_type) = match ended.error {
+            Some((kind, description)) => (Status::Error(description), Some(kind)),
+            None if ended.outcome == Some("ok") => (Status::Ok, None),
+            None => (Status::Unset, None),
+        };
+        r.trace.close(r.open, status, |batch| {
+            Body::Tool(ToolBody {
+                name: batch.text(&call.name),
+                call_id: batch.text(&call.id),
+                index: r.index,
+                attempts: ended.attempts,
+                outcome: ended.outcome,
+                error_type,
+                arguments: r.arguments.as_deref().map(|text| batch.text(text)),
+                result: ended.result.as_deref().map(|text| batch.text(text)),
+            })
+        });
+    }
 }

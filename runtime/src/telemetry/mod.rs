@@ -1,0 +1,29 @@
+//! The run's spans as records of its own, for export: what OpenTelemetry's export (feature
+//! `otel`) sends for a run when it is set up.
+//!
+//! A `tracing` span costs a subscriber's registry entry and, with `tracing-opentelemetry`, the
+//! SDK's span data built on the run's thread: several microseconds a span, more than a step of
+//! a graph that does not wait on a model takes. A run here writes each span once, when it ends,
+//! as a small record (ids, clock ticks, counts, its texts copied into one buffer of the run) to
+//! the run's batch; the batch goes to the [`Recorder`] when the run ends (or fills), and the
+//! recorder turns it into OpenTelemetry spans on a thread of its own.
+//!
+//! Runs find the recorder in the current `tracing` dispatcher ([`Recorder::current`]): the layer
+//! that export hands out carries it, so a program (or a test) that sets a subscriber up with
+//! that layer has its runs recorded, and one without it records nothing.
+
+mod batch;
+mod clock;
+mod current;
+mod recorder;
+mod spans;
+
+/// The target of the runtime's `tracing` spans that a run also records (a model or tool call made
+/// in a recorded run): export's layer leaves them to the record, other layers take them as any.
+pub(crate) const RECORDED: &str = "graphwright::recorded";
+
+pub(crate) use batch::{Batch, Parent, Record, Status, Text};
+pub(crate) use clock::{Anchor, Ticks};
+pub(crate) use current::{Current, current, in_trace, within};
+pub(crate) use recorder::{Recorder, RecorderHandle};
+pub(crate) use spans::{Begun, Body, ChatBody, NodeMark, Open, RunBody, RunTrace, ToolBody, trace_id};

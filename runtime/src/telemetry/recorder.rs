@@ -1,0 +1,28 @@
+//! Where a run's spans go: the recorder export sets up, found through the `tracing` dispatcher
+//! the run starts under.
+
+use super::batch::Batch;
+use super::spans::Begun;
+use std::sync::Arc;
+
+/// Takes runs' finished spans (OpenTelemetry's export, `crate::otel`).
+pub(crate) trait Recorder: Send + Sync + 'static {
+    /// Begins the trace of a run of `graph`: its id and the span it continues, or `None` when
+    /// the run is not sampled (nothing of it is recorded then).
+    fn begin(&self, graph: &str) -> Option<Begun>;
+
+    /// Takes a trace's finished spans.
+    fn record(&self, batch: Batch);
+}
+
+/// The recorder, as a `tracing` subscriber carries it: export's layer holds one, and a run asks
+/// the current dispatcher for it.
+#[derive(Clone)]
+pub(crate) struct RecorderHandle(pub(crate) Arc<dyn Recorder>);
+
+impl RecorderHandle {
+    /// The recorder of the current dispatcher, if it carries one.
+    pub(crate) fn current() -> Option<Arc<dyn Recorder>> {
+        tracing::dispatcher::get_default(|dispatch| dispatch.downcast_ref::<Self>().map(|handle| Arc::clone(&handle.0)))
+    }
+}

@@ -1,0 +1,295 @@
+//! A run's recorded spans: opened with an id and a start, closed with what they carry, and kept
+//! in the run's batch until the run ends.
+
+use super::batch::{Batch, Parent, Record, Status, Text};
+use super::clock::{Anchor, Ticks};
+use super::current::{Current, current};
+use super::recorder::{Recorder, RecorderHandle};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+
+/// A batch is sent on, mid-run, once it holds this many spans or this many bytes of text: small
+/// enough that its memory comes from the allocator's free lists (a batch grown large would be
+/// fresh pages, faulted in, for every run), large enough that sending it costs nothing per span.
+const BATCH_SPANS: usize = 256;
+const BATCH_TEXT: usize = 16 << 10;
+
+/// What a span of a run says of itself, beyond ids, times and status.
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// The run (`invoke_agent`).
+    Run(Box<RunBody>),
+    /// A super-step.
+    Step { step: u64, tasks: u32 },
+    /// One attempt of a task.
+    Node { graph: Text, node: Text, step: u64, task: u32, attempt: u32, mark: NodeMark },
+    /// A model call.
+    Chat(Box<ChatBody>),
+    /// A tool call.
+    Tool(ToolBody),
+    /// Storing checkpoints and writes.
+    CheckpointWrite { id: Option<Text>, step: Option<i64>, bytes: u64, writes: u64, batch: u32 },
+}
+
+/// How a task's attempt went beyond its status.
+#[derive(Debug)]
+pub(crate) enum NodeMark {
+    Ran,
+    /// Its output came from the node's cache.
+    Cached,
+    /// Its output had been saved by an earlier run of the step.
+    Resumed,
+    /// It paused: the interrupt's id, and its value when the capture policy lets it out.
+    Interrupted {
+        at: Ticks,
+        id: Text,
+        value: Option<Text>,
+    },
+}
+
+/// The run's span.
+#[derive(Debug)]
+pub(crate) struct RunBody {
+    pub(crate) graph: String,
+    pub(crate) thread: Option<String>,
+    pub(crate) run_id: u64,
+    /// `success`, `interrupted` or `error`.
+    pub(crate) status: &'static str,
+    pub(crate) steps: Option<u64>,
+    pub(crate) input_tokens: Option<u64>,
+    pub(crate) output_tokens: Option<u64>,
+    pub(crate) model_calls: Option<u64>,
+}
+
+/// A model call's span, filled in as the call goes.
+#[derive(Debug, Default)]
+pub(crate) struct ChatBody {
+    pub(crate) provider: String,
+    pub(crate) model: String,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) node: String,
+    pub(crate) step: u64,
+    pub(crate) prompt_hash: Option<String>,
+    pub(crate) system_instructions: Option<String>,
+    pub(crate) input_messages: Option<String>,
+    pub(crate) attempts: u32,
+    /// The failures retried: when, which attempt, the wait before the next, and the error.
+    pub(crate) retries: Vec<(Ticks, u32, std::time::Duration, String)>,
+    pub(crate) response_id: Option<String>,
+    pub(crate) response_model: Option<String>,
+    pub(crate) finish_reasons: Option<String>,
+    pub(crate) usage: Option<[u64; 3]>,
+    pub(crate) cost: Option<f64>,
+    pub(crate) output_messages: Option<String>,
+    pub(crate) error_type: Option<&'static str>,
+}
+
+/// A tool call's span.
+#[derive(Debug, Default)]
+pub(crate) struct ToolBody {
+    pub(crate) name: Text,
+    pub(crate) call_id: Text,
+    pub(crate) index: u32,
+    pub(crate) attempts: Option<u32>,
+    /// `ok`, the error's kind, `stored` or `stored_error`.
+    pub(crate) outcome: Option<&'static str>,
+    pub(crate) error_type: Option<&'static str>,
+    pub(crate) arguments: Option<Text>,
+    pub(crate) result: Option<Text>,
+}
+
+/// A span begun and not yet ended.
+#[derive(Debug)]
+#[must_use = "a span is recorded when it is closed"]
+pub(crate) struct Open {
+    pub(crate) span_id: u64,
+    parent: u64,
+    start: Ticks,
+}
+
+impl Open {
+    /// Opens a span under the span `parent` of the same trace.
+    pub(crate) fn under(parent: u64) -> Self {
+        Self { span_id: span_id(), parent, start: Ticks::now() }
+    }
+}
+
+/// The trace a run records into: its batch (shared with the runs of its subgraphs) and the span
+/// the run's own steps and writes hang from.
+#[derive(Clone)]
+pub(crate) struct RunTrace {
+    shared: Arc<Shared>,
+    /// The run's own span, or for a subgraph's run the node span it runs in.
+    parent: u64,
+}
+
+struct Shared {
+    recorder: Arc<dyn Recorder>,
+    trace_id: u128,
+    outer: u64,
+    batch: Mutex<Batch>,
+}
+
+/// The traces of the runs going on, by trace id: how a model or tool call made inside a node,
+/// with nothing of the run at hand (a node that takes no `Runtime`), finds the trace to record
+/// into from the span it runs in.
+static LIVE: LazyLock<Mutex<HashMap<u128, Weak<Shared>>>> = LazyLock::new(Mutex::default);
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+        if live.get(&self.trace_id).is_some_and(|w| w.strong_count() == 0) {
+            live.remove(&self.trace_id);
+        }
+    }
+}
+
+impl std::fmt::Debug for RunTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunTrace").field("trace_id", &self.shared.trace_id).field("parent", &self.parent).finish()
+    }
+}
+
+impl RunTrace {
+    /// The trace of a run of `graph` that nothing runs inside (not a subgraph's), and the run's
+    /// span opened: when the current `tracing` dispatcher carries a recorder, and it samples the
+    /// run.
+    pub(crate) fn begin(graph: &str) -> Option<(Self, Open)> {
+        let recorder = RecorderHandle::current()?;
+        let begun = recorder.begin(graph)?;
+        let span_id = span_id();
+        let batch = Batch::new(begun.trace_id, begun.parent, (BATCH_SPANS, BATCH_TEXT));
+        let shared = Shared { recorder, trace_id: begun.trace_id, outer: begun.outer, batch: Mutex::new(batch) };
+        let open = Open { span_id, parent: 0, start: Ticks::now() };
+        let shared = Arc::new(shared);
+        LIVE.lock().unwrap_or_else(PoisonError::into_inner).insert(begun.trace_id, Arc::downgrade(&shared));
+        Some((Self { shared, parent: span_id }, open))
+    }
+
+    /// The trace of the recorded span the code runs in, if any, its spans opened under that
+    /// span.
+    pub(crate) fn current() -> Option<Self> {
+        let current = current()?;
+        let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.trace_id)?.upgrade()?;
+        Some(Self { shared, parent: current.span_id })
+    }
+
+    /// The trace of a subgraph's run, made inside a node of this one: its steps hang from that
+    /// node's span.
+    pub(crate) fn nested(&self) -> Self {
+        let parent = current().filter(|c| c.trace_id == self.shared.trace_id).map_or(self.parent, |c| c.span_id);
+        Self { shared: Arc::clone(&self.shared), parent }
+    }
+
+    /// Opens a span of the run's own (a step, a checkpoint write).
+    pub(crate) fn open(&self) -> Open {
+        Open::under(self.parent)
+    }
+
+    /// Opens a span under the recorded span the code runs in (a node's attempt, for a model or
+    /// tool call), or the run's own when it runs in none of this trace.
+    pub(crate) fn open_here(&self) -> Open {
+        let parent = current().filter(|c| c.trace_id == self.shared.trace_id).map_or(self.parent, |c| c.span_id);
+        Open::under(parent)
+    }
+
+    /// The span `open`, as code inside it sees it.
+    pub(crate) fn inside(&self, open: &Open) -> Current {
+        Current { trace_id: self.shared.trace_id, span_id: open.span_id, outer: self.shared.outer }
+    }
+
+    /// Ends `open` now, with `status` and what `body` makes (its texts kept in the batch).
+    // Taken by value so that a span cannot be closed twice.
+    #[allow(clippy::needless_pass_by_value)]
+    pub(crate) fn close(&self, open: Open, status: Status, body: impl FnOnce(&mut Batch) -> Body) {
+        let end = Ticks::now();
+        let Open { span_id, parent, start } = open;
+        let full = {
+            let mut batch = self.shared.batch.lock().unwrap_or_else(PoisonError::into_inner);
+            let body = body(&mut batch);
+            batch.records.push(Record { span_id, parent, start, end, status, body });
+            let (spans, text) = batch.size();
+            (spans >= BATCH_SPANS || text >= BATCH_TEXT).then(|| {
+                let next = batch.successor();
+                std::mem::replace(&mut *batch, next)
+            })
+        };
+        if let Some(full) = full {
+            self.send(full);
+        }
+    }
+
+    /// Sends what the trace holds to the recorder: at the end of the run that began it.
+    pub(crate) fn finish(&self) {
+        let batch = {
+            let mut batch = self.shared.batch.lock().unwrap_or_else(PoisonError::into_inner);
+            if batch.records.is_empty() {
+                return;
+            }
+            let next = batch.successor();
+            std::mem::replace(&mut *batch, next)
+        };
+        self.send(batch);
+    }
+
+    fn send(&self, mut batch: Batch) {
+        batch.anchor = Some(Anchor::now());
+        self.shared.recorder.record(batch);
+    }
+}
+
+/// A root run's trace as the recorder begins it.
+#[derive(Debug)]
+pub(crate) struct Begun {
+    pub(crate) trace_id: u128,
+    pub(crate) parent: Option<Parent>,
+    /// The `tracing` span current as the run began (its id's number; 0: none).
+    pub(crate) outer: u64,
+}
+
+thread_local! {
+    /// The state of this thread's span ids (xorshift64*), seeded at random.
+    static IDS: Cell<u64> = Cell::new(seed());
+}
+
+fn seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0x9e37_79b9_7f4a_7c15);
+    hasher.finish() | 1
+}
+
+/// A fresh span id: never 0, and unlike any other this process makes in practice (a 64-bit
+/// generator per thread, seeded at random).
+pub(crate) fn span_id() -> u64 {
+    IDS.with(|state| {
+        let mut x = state.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        state.set(x);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d).max(1)
+    })
+}
+
+/// A fresh trace id, never 0.
+pub(crate) fn trace_id() -> u128 {
+    (u128::from(span_id()) << 64) | u128::from(span_id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn span_ids_do_not_repeat() {
+        let ids: HashSet<u64> = (0..100_000).map(|_| span_id()).collect();
+        assert_eq!(ids.len(), 100_000);
+        assert!(!ids.contains(&0));
+        let other: u64 = std::thread::spawn(span_id).join().unwrap();
+        assert!(!ids.contains(&other), "another thread's generator is seeded apart");
+    }
+}
