@@ -1,8 +1,8 @@
 //! A run's finished spans, as they wait to be exported: fixed-size records whose texts sit in
 //! one string of the batch, so that recording a span allocates nothing of its own.
 
-use super::clock::{Anchor, Ticks};
-use super::spans::Body;
+use super::clock::Anchor;
+use super::record::{Parent, Record, Text};
 
 /// The finished spans of one trace (a run and the runs of its subgraphs), handed to the
 /// recorder as a whole.
@@ -17,42 +17,6 @@ pub(crate) struct Batch {
     texts: String,
     /// Read when the batch leaves the run: what its ticks stand for in wall time.
     pub(crate) anchor: Option<Anchor>,
-}
-
-/// The remote or local span a trace continues.
-#[derive(Clone, Debug)]
-pub(crate) struct Parent {
-    pub(crate) span_id: u64,
-    pub(crate) remote: bool,
-    /// Its W3C `tracestate` header value, passed on as it came.
-    pub(crate) trace_state: String,
-}
-
-/// One finished span.
-#[derive(Debug)]
-pub(crate) struct Record {
-    pub(crate) span_id: u64,
-    /// The span it hangs from; 0 for the run's own span (whose parent is the batch's).
-    pub(crate) parent: u64,
-    pub(crate) start: Ticks,
-    pub(crate) end: Ticks,
-    pub(crate) status: Status,
-    pub(crate) body: Body,
-}
-
-/// How a span ended, as OpenTelemetry's span status says it.
-#[derive(Debug)]
-pub(crate) enum Status {
-    Unset,
-    Ok,
-    Error(String),
-}
-
-/// A text of the batch: where it sits in the batch's string.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Text {
-    at: u32,
-    len: u32,
 }
 
 impl Batch {

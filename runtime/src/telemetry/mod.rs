@@ -15,6 +15,7 @@
 mod batch;
 mod clock;
 mod current;
+mod record;
 mod recorder;
 mod spans;
 
@@ -22,8 +23,9 @@ mod spans;
 /// in a recorded run): export's layer leaves them to the record, other layers take them as any.
 pub(crate) const RECORDED: &str = "graphwright::recorded";
 
-pub(crate) use batch::{Batch, Parent, Record, Status, Text};
+pub(crate) use batch::Batch;
 pub(crate) use clock::{Anchor, Ticks};
 pub(crate) use current::{Current, current, in_trace, within};
-pub(crate) use recorder::{Recorder, RecorderHandle};
-pub(crate) use spans::{Begun, Body, ChatBody, NodeMark, Open, RunBody, RunTrace, ToolBody, trace_id};
+pub(crate) use record::{Body, ChatBody, NodeMark, Parent, Record, RunBody, Status, Text, ToolBody};
+pub(crate) use recorder::{Begun, Recorder, RecorderHandle};
+pub(crate) use spans::{Open, RunTrace, trace_id};

@@ -2,7 +2,7 @@
 //! the run starts under.
 
 use super::batch::Batch;
-use super::spans::Begun;
+use super::record::Parent;
 use std::sync::Arc;
 
 /// Takes runs' finished spans (OpenTelemetry's export, `crate::otel`).
@@ -25,4 +25,13 @@ impl RecorderHandle {
     pub(crate) fn current() -> Option<Arc<dyn Recorder>> {
         tracing::dispatcher::get_default(|dispatch| dispatch.downcast_ref::<Self>().map(|handle| Arc::clone(&handle.0)))
     }
+}
+
+/// A root run's trace as the recorder begins it.
+#[derive(Debug)]
+pub(crate) struct Begun {
+    pub(crate) trace_id: u128,
+    pub(crate) parent: Option<Parent>,
+    /// The `tracing` span current as the run began (its id's number; 0: none).
+    pub(crate) outer: u64,
 }

@@ -1,9 +1,10 @@
 //! A run's recorded spans: opened with an id and a start, closed with what they carry, and kept
 //! in the run's batch until the run ends.
 
-use super::batch::{Batch, Parent, Record, Status, Text};
+use super::batch::Batch;
 use super::clock::{Anchor, Ticks};
 use super::current::{Current, current};
+use super::record::{Body, Record, Status};
 use super::recorder::{Recorder, RecorderHandle};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -14,91 +15,6 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 /// fresh pages, faulted in, for every run), large enough that sending it costs nothing per span.
 const BATCH_SPANS: usize = 256;
 const BATCH_TEXT: usize = 16 << 10;
-
-/// What a span of a run says of itself, beyond ids, times and status.
-#[derive(Debug)]
-pub(crate) enum Body {
-    /// The run (`invoke_agent`).
-    Run(Box<RunBody>),
-    /// A super-step.
-    Step { step: u64, tasks: u32 },
-    /// One attempt of a task.
-    Node { graph: Text, node: Text, step: u64, task: u32, attempt: u32, mark: NodeMark },
-    /// A model call.
-    Chat(Box<ChatBody>),
-    /// A tool call.
-    Tool(ToolBody),
-    /// Storing checkpoints and writes.
-    CheckpointWrite { id: Option<Text>, step: Option<i64>, bytes: u64, writes: u64, batch: u32 },
-}
-
-/// How a task's attempt went beyond its status.
-#[derive(Debug)]
-pub(crate) enum NodeMark {
-    Ran,
-    /// Its output came from the node's cache.
-    Cached,
-    /// Its output had been saved by an earlier run of the step.
-    Resumed,
-    /// It paused: the interrupt's id, and its value when the capture policy lets it out.
-    Interrupted {
-        at: Ticks,
-        id: Text,
-        value: Option<Text>,
-    },
-}
-
-/// The run's span.
-#[derive(Debug)]
-pub(crate) struct RunBody {
-    pub(crate) graph: String,
-    pub(crate) thread: Option<String>,
-    pub(crate) run_id: u64,
-    /// `success`, `interrupted` or `error`.
-    pub(crate) status: &'static str,
-    pub(crate) steps: Option<u64>,
-    pub(crate) input_tokens: Option<u64>,
-    pub(crate) output_tokens: Option<u64>,
-    pub(crate) model_calls: Option<u64>,
-}
-
-/// A model call's span, filled in as the call goes.
-#[derive(Debug, Default)]
-pub(crate) struct ChatBody {
-    pub(crate) provider: String,
-    pub(crate) model: String,
-    pub(crate) temperature: Option<f64>,
-    pub(crate) max_tokens: Option<u64>,
-    pub(crate) node: String,
-    pub(crate) step: u64,
-    pub(crate) prompt_hash: Option<String>,
-    pub(crate) system_instructions: Option<String>,
-    pub(crate) input_messages: Option<String>,
-    pub(crate) attempts: u32,
-    /// The failures retried: when, which attempt, the wait before the next, and the error.
-    pub(crate) retries: Vec<(Ticks, u32, std::time::Duration, String)>,
-    pub(crate) response_id: Option<String>,
-    pub(crate) response_model: Option<String>,
-    pub(crate) finish_reasons: Option<String>,
-    pub(crate) usage: Option<[u64; 3]>,
-    pub(crate) cost: Option<f64>,
-    pub(crate) output_messages: Option<String>,
-    pub(crate) error_type: Option<&'static str>,
-}
-
-/// A tool call's span.
-#[derive(Debug, Default)]
-pub(crate) struct ToolBody {
-    pub(crate) name: Text,
-    pub(crate) call_id: Text,
-    pub(crate) index: u32,
-    pub(crate) attempts: Option<u32>,
-    /// `ok`, the error's kind, `stored` or `stored_error`.
-    pub(crate) outcome: Option<&'static str>,
-    pub(crate) error_type: Option<&'static str>,
-    pub(crate) arguments: Option<Text>,
-    pub(crate) result: Option<Text>,
-}
 
 /// A span begun and not yet ended.
 #[derive(Debug)]
@@ -238,15 +154,6 @@ impl RunTrace {
         batch.anchor = Some(Anchor::now());
         self.shared.recorder.record(batch);
     }
-}
-
-/// A root run's trace as the recorder begins it.
-#[derive(Debug)]
-pub(crate) struct Begun {
-    pub(crate) trace_id: u128,
-    pub(crate) parent: Option<Parent>,
-    /// The `tracing` span current as the run began (its id's number; 0: none).
-    pub(crate) outer: u64,
 }
 
 thread_local! {
