@@ -1,26 +1,33 @@
-//! The `model_call` tracing span carries the call's prompt hash for a subscriber, with no run
-//! log to ask for it. Alone in its binary: tracing caches whether a span is wanted per call site,
-//! across threads, and other tests calling models with no subscriber would race with this one.
+//! The runtime's `tracing` spans as a subscriber without export sees them: a model call's span
+//! carries its prompt hash with no run log to ask for it, and prompt, completion and tool
+//! arguments when the run's capture policy lets them out. Alone in its binary: tracing caches
+//! whether a span is wanted per call site, across threads, and other tests calling models with
+//! no subscriber would race with this one.
 
+use graphwright::log::CapturePolicy;
 use graphwright::model::{ChatModel, ScriptedModel};
+use graphwright::prebuilt::{MessagesState, react_agent};
 use graphwright::prelude::*;
 use std::sync::Arc;
 
-/// Keeps the `prompt_hash` recorded on every span it is given.
+/// Keeps every text field recorded on every span it is given, as (name, value).
 #[derive(Default)]
-struct SpanHashes(std::sync::Mutex<Vec<String>>);
+struct SpanHashes(std::sync::Mutex<Vec<(String, String)>>);
+
+impl SpanHashes {
+    /// The values recorded under `name`, in order.
+    fn values(&self, name: &str) -> Vec<String> {
+        self.0.lock().unwrap().iter().filter(|(n, _)| n == name).map(|(_, v)| v.clone()).collect()
+    }
+}
 
 impl tracing::field::Visit for &SpanHashes {
     fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "graphwright.prompt_hash" {
-            self.0.lock().unwrap().push(value.to_owned());
-        }
+        self.0.lock().unwrap().push((field.name().to_owned(), value.to_owned()));
     }
 
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "graphwright.prompt_hash" {
-            self.0.lock().unwrap().push(format!("{value:?}"));
-        }
+        self.0.lock().unwrap().push((field.name().to_owned(), format!("{value:?}")));
     }
 }
 
@@ -59,6 +66,40 @@ async fn a_subscriber_sees_each_calls_prompt_hash_without_a_log() {
     let requests = model.requests();
     let expected: Vec<String> =
         requests.iter().map(|r| graphwright::model::prompt_hash("scripted", &r.messages, &r.settings)).collect();
-    assert_eq!(*hashes.0.lock().unwrap(), expected);
+    assert_eq!(hashes.values("graphwright.prompt_hash"), expected);
     assert_ne!(expected[0], expected[1], "different prompts, different hashes");
+}
+
+/// Look a place up.
+#[tool]
+fn lookup(place: String) -> String {
+    format!("{place}: 717,000 people")
+}
+
+#[tokio::test]
+async fn a_subscriber_sees_the_text_the_capture_policy_lets_out() {
+    let fields = Arc::new(SpanHashes::default());
+    let _listening = tracing::subscriber::set_default(Arc::clone(&fields));
+    let call = || ToolCall::new("c1", "lookup", json!({"place": "Oslo"}));
+    // Two runs, each a tool call and an answer.
+    let model = ScriptedModel::new([
+        Message::assistant("").with_tool_calls(vec![call()]),
+        Message::assistant("Oslo has 717,000 people."),
+        Message::assistant("").with_tool_calls(vec![call()]),
+        Message::assistant("Oslo has 717,000 people."),
+    ]);
+    let app = react_agent(model, tools![Lookup]).compile().unwrap();
+    let input = MessagesState::new([Message::user("How many live in Oslo?")]);
+
+    app.invoke(input.clone(), &RunConfig::default()).await.unwrap();
+    assert!(fields.values("gen_ai.input.messages").is_empty(), "no text under the default policy");
+    assert!(fields.values("gen_ai.tool.call.arguments").is_empty());
+
+    let cfg = RunConfig::default().capture(CapturePolicy::messages());
+    app.invoke(input, &cfg).await.unwrap();
+    let prompts = fields.values("gen_ai.input.messages");
+    assert_eq!(prompts.len(), 2, "one prompt per model call");
+    assert!(prompts[0].contains("How many live in Oslo?"), "{prompts:?}");
+    assert!(fields.values("gen_ai.output.messages").iter().any(|t| t.contains("717,000")));
+    assert_eq!(fields.values("gen_ai.tool.call.arguments"), [r#"{"place":"Oslo"}"#]);
 }

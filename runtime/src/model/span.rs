@@ -69,18 +69,6 @@ fn capturing<'a>(span: &tracing::Span, scope: &Scope<'a>) -> Option<&'a crate::c
     scope.capture.filter(|policy| policy.messages && !span.is_disabled())
 }
 
-/// The prompt, when the policy lets it out: system messages apart, as the conventions keep them.
-fn record_prompt(span: &tracing::Span, scope: &Scope<'_>, messages: &[Message]) {
-    let Some(policy) = capturing(span, scope) else { return };
-    let (system, input) = prompt_texts(policy, messages);
-    if let Some(text) = system {
-        span.record("gen_ai.system_instructions", text);
-    }
-    if let Some(text) = input {
-        span.record("gen_ai.input.messages", text);
-    }
-}
-
 /// The prompt as the conventions write it, redacted: its system instructions (if any) and the
 /// other messages.
 fn prompt_texts(policy: &crate::capture::CapturePolicy, messages: &[Message]) -> (Option<String>, Option<String>) {
@@ -102,8 +90,8 @@ fn completion_text(policy: &crate::capture::CapturePolicy, reply: &ModelReply) -
     policy.text(true, &[message])
 }
 
-/// What the reply says of itself: its id, model, reason, tokens and (when allowed) text.
-fn record_reply(span: &tracing::Span, scope: &Scope<'_>, reply: &ModelReply) {
+/// What the reply says of itself: its id, model, reason and tokens.
+fn record_reply(span: &tracing::Span, reply: &ModelReply) {
     if span.is_disabled() {
         return;
     }
@@ -122,9 +110,6 @@ fn record_reply(span: &tracing::Span, scope: &Scope<'_>, reply: &ModelReply) {
             ("otel.status_code", &"ok"),
         ],
     );
-    if let Some(text) = capturing(span, scope).and_then(|policy| completion_text(policy, reply)) {
-        span.record("gen_ai.output.messages", text);
-    }
 }
 
 /// A failed call: the span's status says why.
@@ -214,15 +199,30 @@ impl CallSpan {
         }
     }
 
-    /// The prompt, when the policy lets it out (see [`record_prompt`]).
+    /// The policy the call's text goes out under, when a span takes it: `(policy, whether the
+    /// tracing span takes it)`. The text is made once for both spans.
+    fn capturing<'a>(&self, scope: &Scope<'a>) -> Option<(&'a crate::capture::CapturePolicy, bool)> {
+        let traced = capturing(&self.tracing, scope);
+        let policy = traced.or_else(|| scope.capture.filter(|policy| policy.messages && self.recorded.is_some()))?;
+        Some((policy, traced.is_some()))
+    }
+
+    /// The prompt, when the policy lets it out: system messages apart, as the conventions keep them.
     pub(super) fn record_prompt(&mut self, scope: &Scope<'_>, messages: &[Message]) {
-        record_prompt(&self.tracing, scope, messages);
-        let (Some(r), Some(policy)) = (&mut self.recorded, scope.capture.filter(|policy| policy.messages)) else {
-            return;
-        };
+        let Some((policy, traced)) = self.capturing(scope) else { return };
         let (system, input) = prompt_texts(policy, messages);
-        r.body.system_instructions = system;
-        r.body.input_messages = input;
+        if traced {
+            if let Some(text) = &system {
+                self.tracing.record("gen_ai.system_instructions", text.as_str());
+            }
+            if let Some(text) = &input {
+                self.tracing.record("gen_ai.input.messages", text.as_str());
+            }
+        }
+        if let Some(r) = &mut self.recorded {
+            r.body.system_instructions = system;
+            r.body.input_messages = input;
+        }
     }
 
     /// The attempts made, and the failures retried (when, which attempt, the wait, the error).
@@ -233,9 +233,14 @@ impl CallSpan {
         }
     }
 
-    /// What the reply says of itself (see [`record_reply`]).
+    /// What the reply says of itself (see [`record_reply`]), and its text when the policy lets
+    /// it out.
     pub(super) fn record_reply(&mut self, scope: &Scope<'_>, reply: &ModelReply) {
-        record_reply(&self.tracing, scope, reply);
+        record_reply(&self.tracing, reply);
+        let text = self.capturing(scope).and_then(|(policy, traced)| Some((completion_text(policy, reply)?, traced)));
+        if let Some((text, true)) = &text {
+            self.tracing.record("gen_ai.output.messages", text.as_str());
+        }
         let Some(r) = &mut self.recorded else { return };
         let body = &mut r.body;
         body.response_id.clone_from(&reply.response_id);
@@ -243,9 +248,7 @@ impl CallSpan {
         body.finish_reasons = Some(json!([reply.finish_reason.as_str()]).to_string());
         body.usage = Some([reply.usage.input_tokens, reply.usage.output_tokens, reply.usage.cached_tokens]);
         body.cost = Some(reply.usage.cost);
-        if let Some(policy) = scope.capture.filter(|policy| policy.messages) {
-            body.output_messages = completion_text(policy, reply);
-        }
+        body.output_messages = text.map(|(text, _)| text);
         r.status = Status::Ok;
     }
 

@@ -36,14 +36,9 @@ macro_rules! tool_span {
 }
 
 /// The span of the call at `index` of a model's reply; `recorded` when the run records it too.
-fn tool_call(call: &ToolCall, index: usize, env: &ToolEnv, recorded: bool) -> tracing::Span {
-    let span = if recorded { tool_span!(RECORDED, call, index) } else { tool_span!(module_path!(), call, index) };
-    if let Some(policy) = capturing(&span, env)
-        && let Some(text) = policy.text(true, &call.arguments)
-    {
-        span.record("gen_ai.tool.call.arguments", text);
-    }
-    span
+/// The arguments go on it by [`ToolSpan::open`], which makes their text once for both spans.
+fn tool_call(call: &ToolCall, index: usize, recorded: bool) -> tracing::Span {
+    if recorded { tool_span!(RECORDED, call, index) } else { tool_span!(module_path!(), call, index) }
 }
 
 fn capturing<'a>(span: &tracing::Span, env: &'a ToolEnv) -> Option<&'a crate::log::CapturePolicy> {
@@ -128,18 +123,23 @@ impl ToolSpan {
         // A call inside a node that lent the tools nothing of its run still records into the
         // run's trace, found from the node's span.
         let trace = env.trace.clone().or_else(RunTrace::current);
+        let traced = tool_call(call, index, trace.is_some());
+        let taken = capturing(&traced, env).is_some();
+        let arguments = env
+            .capture
+            .as_deref()
+            .filter(|policy| policy.messages && (taken || trace.is_some()))
+            .and_then(|policy| policy.text(true, &call.arguments));
+        if let Some(text) = arguments.as_deref().filter(|_| taken) {
+            traced.record("gen_ai.tool.call.arguments", text);
+        }
         let recorded = trace.map(|trace| RecordedCall {
             open: trace.open_here(),
             trace,
             index: u32::try_from(index).unwrap_or(u32::MAX),
-            arguments: env
-                .capture
-                .as_deref()
-                .filter(|policy| policy.messages)
-                .and_then(|policy| policy.text(true, &call.arguments)),
+            arguments,
             ended: Mutex::default(),
         });
-        let traced = tool_call(call, index, env, recorded.is_some());
         Self { tracing: traced, recorded }
     }
 
