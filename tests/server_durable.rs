@@ -415,6 +415,8 @@ async fn on_postgres_a_process_that_loses_its_lease_stops_and_its_runs_are_taken
     let (mut cut_off, url_a) = start(&place);
     let (_survivor, url_b) = start(&place);
     let (thread, a, b) = a_then_b(&url_a, &place).await;
+    // Once the checkpoint of `first` is stored, so that the step that finished is kept.
+    tokio::time::sleep(SLOW * 2 / 3).await;
     let client = sql(&schema).await;
     let lease = format!("graphwright-server lease {}", cut_off.id());
     let cut = client
@@ -440,6 +442,9 @@ async fn on_postgres_a_run_taken_over_waits_for_its_threads_claim() {
     let thread = thread(&url_a).await;
     let a = run(&url_a, &thread, "a").await;
     noted(&place, "first a").await;
+    // Once the checkpoint of `first` is stored (it is written while `second` starts): killed
+    // before it, the run would rightly run `first` again when taken over.
+    tokio::time::sleep(SLOW * 2 / 3).await;
     drop(killed);
     // The thread's claim, taken over from the dead process before the survivor's sweep comes.
     let saver = graphwright::PostgresSaver::connect(&schema.url()).await.unwrap();
