@@ -73,6 +73,7 @@ mod parent;
 mod propagate;
 mod recorder;
 mod sampler;
+mod tally;
 
 pub use export::{Otel, OtelError, Protocol, Telemetry, init};
 pub use metrics::{OtelMetrics, global_metrics};

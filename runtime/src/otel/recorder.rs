@@ -3,7 +3,7 @@
 //! OpenTelemetry spans for the batch processor that exports the program's other spans too.
 
 use super::convert;
-use crate::telemetry::{Batch, Begun, Parent, Recorder, trace_id};
+use crate::telemetry::{Batch, Begun, Parent, Recorder, calibrate, trace_id};
 use opentelemetry::InstrumentationScope;
 use opentelemetry::trace::{SpanKind, TraceContextExt, TraceId};
 use opentelemetry_sdk::trace::{BatchSpanProcessor, Sampler, SamplingDecision, ShouldSample, SpanProcessor};
@@ -32,9 +32,11 @@ impl Exporting {
     pub(super) fn start(processor: Arc<BatchSpanProcessor>, sampler: Sampler) -> std::io::Result<Self> {
         let (sender, receiver) = channel();
         let scope = InstrumentationScope::builder("graphwright").with_version(env!("CARGO_PKG_VERSION")).build();
-        let thread = std::thread::Builder::new()
-            .name("graphwright-spans".to_owned())
-            .spawn(move || convert_all(&receiver, &processor, &scope))?;
+        let thread = std::thread::Builder::new().name("graphwright-spans".to_owned()).spawn(move || {
+            // Here rather than in the first run recorded, which would wait for it.
+            calibrate();
+            convert_all(&receiver, &processor, &scope);
+        })?;
         Ok(Self { sampler, sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)) })
     }
 

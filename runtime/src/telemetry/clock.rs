@@ -5,8 +5,15 @@
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
-/// Calibrated once per process, the first time a span is timed.
+/// Calibrated once per process: when export starts (see [`calibrate`]), or else the first time
+/// a span is timed.
 static CLOCK: LazyLock<quanta::Clock> = LazyLock::new(quanta::Clock::new);
+
+/// Calibrates the clock now: measuring the time-stamp counter against the system clock takes a
+/// few milliseconds, which would otherwise fall on the first run recorded.
+pub(crate) fn calibrate() {
+    LazyLock::force(&CLOCK);
+}
 
 /// A moment, as raw ticks of the clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -24,7 +24,7 @@ mod spans;
 pub(crate) const RECORDED: &str = "graphwright::recorded";
 
 pub(crate) use batch::Batch;
-pub(crate) use clock::{Anchor, Ticks};
+pub(crate) use clock::{Anchor, Ticks, calibrate};
 pub(crate) use current::{Current, current, in_trace, within};
 pub(crate) use record::{Body, ChatBody, NodeMark, Parent, Record, RunBody, Status, Text, ToolBody};
 pub(crate) use recorder::{Begun, Recorder, RecorderHandle};
