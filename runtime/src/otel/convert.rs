@@ -1,12 +1,11 @@
-//! A recorded span as OpenTelemetry's span data: the names, attributes, events and statuses
-//! the GenAI conventions give them, as `tracing-opentelemetry` would make of the same spans.
+//! A recorded span as OpenTelemetry's span data (what [`describe`](super::describe) says of it),
+//! for the SDK's batch processor: an exporter of the program's own, or OTLP over gRPC.
 
-use crate::telemetry::{Anchor, Batch, Body, ChatBody, NodeMark, Record, RunBody, Status, Ticks, ToolBody};
+use super::describe::{Kind, Out, Val, describe, room};
+use crate::telemetry::{Anchor, Batch, Record, Status, Ticks};
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceFlags, TraceId, TraceState};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
-use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::str::FromStr;
 
 /// The span data of every record of `batch`.
@@ -28,9 +27,8 @@ fn span(batch: &Batch, record: &Record, anchor: &Anchor, state: &TraceState, sco
         (0, None) => (SpanId::INVALID, false),
         (id, _) => (SpanId::from(id), false),
     };
-    let attributes = Vec::with_capacity(room(&record.body));
-    let mut out = Out { batch, anchor, attributes, events: Vec::new() };
-    let (name, kind) = out.body(&record.body);
+    let mut out = Data { anchor, attributes: Vec::with_capacity(room(&record.body)), events: Vec::new() };
+    let (name, kind) = describe(batch, &record.body, &mut out);
     debug_assert!(out.attributes.len() <= room(&record.body), "`room` knows every attribute a span can carry");
     let mut events = SpanEvents::default();
     events.events = out.events;
@@ -44,8 +42,11 @@ fn span(batch: &Batch, record: &Record, anchor: &Anchor, state: &TraceState, sco
         ),
         parent_span_id: parent,
         parent_span_is_remote: remote,
-        span_kind: kind,
-        name,
+        span_kind: match kind {
+            Kind::Internal => SpanKind::Internal,
+            Kind::Client => SpanKind::Client,
+        },
+        name: name.to_text().into(),
         start_time: anchor.wall(record.start),
         end_time: anchor.wall(record.end),
         attributes: out.attributes,
@@ -61,202 +62,29 @@ fn span(batch: &Batch, record: &Record, anchor: &Anchor, state: &TraceState, sco
     }
 }
 
-/// How many attributes a span of `body`'s kind carries at most: made with room for them, its
-/// attributes are not copied over as they grow (most of the conversion's cost, otherwise).
-fn room(body: &Body) -> usize {
-    match body {
-        Body::Run(_) | Body::Tool(_) => 10,
-        Body::Step { .. } => 2,
-        Body::Node { .. } => 6,
-        Body::Chat(_) => 20,
-        Body::CheckpointWrite { .. } => 5,
-    }
-}
-
-/// A span's attributes and events as they are made.
-struct Out<'a> {
-    batch: &'a Batch,
+/// A span's attributes and events as span data.
+struct Data<'a> {
     anchor: &'a Anchor,
     attributes: Vec<KeyValue>,
     events: Vec<opentelemetry::trace::Event>,
 }
 
-/// A count as OpenTelemetry's signed integer (saturating).
-fn int(n: impl TryInto<i64>) -> i64 {
-    n.try_into().unwrap_or(i64::MAX)
+fn key_value(key: &'static str, value: Val<'_>) -> KeyValue {
+    match value {
+        Val::Str(s) => KeyValue::new(key, s.to_owned()),
+        Val::Int(n) => KeyValue::new(key, n),
+        Val::Bool(b) => KeyValue::new(key, b),
+        Val::Float(f) => KeyValue::new(key, f),
+    }
 }
 
-impl Out<'_> {
-    fn str(&mut self, key: &'static str, value: impl Into<opentelemetry::StringValue>) {
-        self.attributes.push(KeyValue::new(key, opentelemetry::Value::String(value.into())));
+impl Out for Data<'_> {
+    fn attr(&mut self, key: &'static str, value: Val<'_>) {
+        self.attributes.push(key_value(key, value));
     }
 
-    fn text(&mut self, key: &'static str, text: crate::telemetry::Text) {
-        self.str(key, self.batch.get(text).to_owned());
-    }
-
-    fn int(&mut self, key: &'static str, value: impl TryInto<i64>) {
-        self.attributes.push(KeyValue::new(key, int(value)));
-    }
-
-    fn event(
-        &mut self,
-        name: &'static str,
-        at: Ticks,
-        level: &'static str,
-        target: &'static str,
-        mut attributes: Vec<KeyValue>,
-    ) {
-        attributes.push(KeyValue::new("level", level));
-        attributes.push(KeyValue::new("target", target));
+    fn event(&mut self, name: &'static str, at: Ticks, attributes: &[(&'static str, Val<'_>)]) {
+        let attributes = attributes.iter().map(|&(key, value)| key_value(key, value)).collect();
         self.events.push(opentelemetry::trace::Event::new(name, self.anchor.wall(at), attributes, 0));
-    }
-
-    /// The span's name and kind; its attributes and events into `self`.
-    fn body(&mut self, body: &Body) -> (Cow<'static, str>, SpanKind) {
-        match body {
-            Body::Run(run) => (self.run(run).into(), SpanKind::Internal),
-            Body::Step { step, tasks } => {
-                self.int("graphwright.step", *step);
-                self.int("graphwright.tasks", *tasks);
-                let mut name = String::with_capacity(24);
-                name.push_str("step ");
-                // `format!` would cost a fifth of this thread's time: one span in three is a step.
-                let _ = write!(name, "{step}");
-                (name.into(), SpanKind::Internal)
-            }
-            Body::Node { graph, node, step, task, attempt, mark } => {
-                let name = self.batch.get(*node).to_owned();
-                self.text("graphwright.graph", *graph);
-                self.str("graphwright.node", name.clone());
-                self.int("graphwright.step", *step);
-                self.int("graphwright.task", *task);
-                self.int("graphwright.attempt", *attempt);
-                match mark {
-                    NodeMark::Ran => {}
-                    NodeMark::Cached => self.attributes.push(KeyValue::new("graphwright.cached", true)),
-                    NodeMark::Resumed => self.attributes.push(KeyValue::new("graphwright.resumed", true)),
-                    NodeMark::Interrupted { at, id, value } => {
-                        let mut attributes =
-                            vec![KeyValue::new("graphwright.interrupt.id", self.batch.get(*id).to_owned())];
-                        if let Some(value) = value {
-                            attributes
-                                .push(KeyValue::new("graphwright.interrupt.value", self.batch.get(*value).to_owned()));
-                        }
-                        self.event("interrupt", *at, "INFO", "graphwright::pregel::span", attributes);
-                    }
-                }
-                (name.into(), SpanKind::Internal)
-            }
-            Body::Chat(chat) => (self.chat(chat).into(), SpanKind::Client),
-            Body::Tool(tool) => (self.tool(tool).into(), SpanKind::Internal),
-            Body::CheckpointWrite { id, step, bytes, writes, batch } => {
-                if let Some(id) = id {
-                    self.text("graphwright.checkpoint.id", *id);
-                }
-                if let Some(step) = step {
-                    self.int("graphwright.checkpoint.step", *step);
-                }
-                self.int("graphwright.checkpoint.bytes", *bytes);
-                self.int("graphwright.checkpoint.writes", *writes);
-                self.int("graphwright.checkpoint.batch", *batch);
-                ("checkpoint_write".into(), SpanKind::Internal)
-            }
-        }
-    }
-
-    fn run(&mut self, run: &RunBody) -> String {
-        self.str("gen_ai.operation.name", "invoke_agent");
-        self.str("gen_ai.agent.name", run.graph.clone());
-        if let Some(thread) = &run.thread {
-            self.str("gen_ai.conversation.id", thread.clone());
-        }
-        self.str("graphwright.graph", run.graph.clone());
-        self.int("graphwright.run.id", run.run_id);
-        self.str("graphwright.run.status", run.status);
-        for (key, value) in [
-            ("graphwright.steps", run.steps),
-            ("gen_ai.usage.input_tokens", run.input_tokens),
-            ("gen_ai.usage.output_tokens", run.output_tokens),
-            ("graphwright.model_calls", run.model_calls),
-        ] {
-            if let Some(value) = value {
-                self.int(key, value);
-            }
-        }
-        ["invoke_agent ", &run.graph].concat()
-    }
-
-    fn chat(&mut self, chat: &ChatBody) -> String {
-        self.str("gen_ai.operation.name", "chat");
-        self.str("gen_ai.provider.name", chat.provider.clone());
-        self.str("gen_ai.request.model", chat.model.clone());
-        if let Some(temperature) = chat.temperature {
-            self.attributes.push(KeyValue::new("gen_ai.request.temperature", temperature));
-        }
-        if let Some(max) = chat.max_tokens {
-            self.int("gen_ai.request.max_tokens", max);
-        }
-        for (key, value) in [
-            ("gen_ai.response.id", &chat.response_id),
-            ("gen_ai.response.model", &chat.response_model),
-            ("gen_ai.response.finish_reasons", &chat.finish_reasons),
-            ("gen_ai.system_instructions", &chat.system_instructions),
-            ("gen_ai.input.messages", &chat.input_messages),
-            ("gen_ai.output.messages", &chat.output_messages),
-            ("graphwright.prompt_hash", &chat.prompt_hash),
-        ] {
-            if let Some(value) = value {
-                self.str(key, value.clone());
-            }
-        }
-        if let Some([input, output, cached]) = chat.usage {
-            self.int("gen_ai.usage.input_tokens", input);
-            self.int("gen_ai.usage.output_tokens", output);
-            self.int("gen_ai.usage.cache_read.input_tokens", cached);
-        }
-        if let Some(cost) = chat.cost {
-            self.attributes.push(KeyValue::new("graphwright.cost", cost));
-        }
-        if let Some(kind) = chat.error_type {
-            self.str("error.type", kind);
-        }
-        self.str("graphwright.node", chat.node.clone());
-        self.int("graphwright.step", chat.step);
-        self.int("graphwright.attempts", chat.attempts);
-        for (at, attempt, wait, error) in &chat.retries {
-            let attributes = vec![
-                KeyValue::new("attempt", int(*attempt)),
-                KeyValue::new("wait", format!("{wait:?}")),
-                KeyValue::new("error", error.clone()),
-            ];
-            self.event("model call failed; retrying", *at, "WARN", "graphwright::model::call", attributes);
-        }
-        ["chat ", &chat.model].concat()
-    }
-
-    fn tool(&mut self, tool: &ToolBody) -> String {
-        let name = self.batch.get(tool.name).to_owned();
-        self.str("gen_ai.operation.name", "execute_tool");
-        self.str("gen_ai.tool.name", name.clone());
-        self.text("gen_ai.tool.call.id", tool.call_id);
-        self.str("gen_ai.tool.type", "function");
-        if let Some(arguments) = tool.arguments {
-            self.text("gen_ai.tool.call.arguments", arguments);
-        }
-        if let Some(result) = tool.result {
-            self.text("gen_ai.tool.call.result", result);
-        }
-        if let Some(kind) = tool.error_type {
-            self.str("error.type", kind);
-        }
-        self.int("graphwright.tool.index", tool.index);
-        if let Some(outcome) = tool.outcome {
-            self.str("graphwright.tool.outcome", outcome);
-        }
-        if let Some(attempts) = tool.attempts {
-            self.int("graphwright.tool.attempts", attempts);
-        }
-        ["execute_tool ", &name].concat()
     }
 }

@@ -2,7 +2,8 @@
 //! variables, and the `tracing` layer that feeds the run's spans to them.
 
 use super::parent::{EnterRecorded, LeaveRecorded};
-use super::recorder::{Exporting, Shared};
+use super::recorder::{Destination, Exporting, Shared};
+use super::send::{Batching, HttpConfig};
 use crate::telemetry::{Recorder, RecorderHandle};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithTonicConfig};
@@ -152,8 +153,18 @@ impl Otel {
     pub fn build(self) -> Result<Telemetry, OtelError> {
         let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
         let off = |signal: &str| disabled || env(signal).is_some_and(|v| v.eq_ignore_ascii_case("none"));
-        let exporter = if off("OTEL_TRACES_EXPORTER") { None } else { Some(self.span_exporter()?) };
-        self.build_with(exporter, !off("OTEL_METRICS_EXPORTER"))
+        let spans = if off("OTEL_TRACES_EXPORTER") {
+            None
+        } else {
+            // Over HTTP the runs' spans are written as OTLP straight from their records; the
+            // program's own go through the SDK's exporter, whose checks of the settings apply.
+            let direct = match self.protocol_for("TRACES")? {
+                Protocol::HttpProtobuf => Some(HttpConfig::resolve(self.http_endpoint("v1/traces"), env)),
+                Protocol::Grpc => None,
+            };
+            Some((self.span_exporter()?, direct))
+        };
+        self.build_with(spans, !off("OTEL_METRICS_EXPORTER"))
     }
 
     /// [`build`](Self::build), with spans going to `exporter` rather than over OTLP: an
@@ -167,22 +178,30 @@ impl Otel {
     {
         let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
         let metrics_off = disabled || env("OTEL_METRICS_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"));
-        self.build_with(Some(exporter), !metrics_off)
+        self.build_with(Some((exporter, None)), !metrics_off)
     }
 
-    fn build_with<E>(self, exporter: Option<E>, metrics: bool) -> Result<Telemetry, OtelError>
+    /// The providers over `spans`: the exporter of the program's spans, and where the runs' go
+    /// over HTTP when not to that exporter too.
+    fn build_with<E>(self, spans: Option<(E, Option<HttpConfig>)>, metrics: bool) -> Result<Telemetry, OtelError>
     where
         E: opentelemetry_sdk::trace::SpanExporter + 'static,
     {
         let resource = self.resource();
-        let (tracer, recorder) = match exporter {
+        let (tracer, recorder) = match spans {
             None => (SdkTracerProvider::builder().with_resource(resource.clone()).build(), None),
-            Some(mut exporter) => {
+            Some((mut exporter, direct)) => {
                 // The processor is shared, so the provider cannot hand it the resource: the
                 // exporter has it from the start.
                 exporter.set_resource(&resource);
                 let processor = Arc::new(BatchSpanProcessor::builder(exporter).build());
-                let recorder = Exporting::start(Arc::clone(&processor), super::sampler::from_env())
+                let destination = match direct {
+                    Some(config) => {
+                        Destination::Http { config, batching: Batching::resolve(env), resource: resource.clone() }
+                    }
+                    None => Destination::Processor(Arc::clone(&processor)),
+                };
+                let recorder = Exporting::start(destination, super::sampler::from_env())
                     .map_err(|e| OtelError::Export(format!("could not start the span recorder's thread: {e}")))?;
                 let tracer = SdkTracerProvider::builder()
                     .with_resource(resource.clone())
@@ -365,10 +384,8 @@ impl Telemetry {
     /// # Errors
     /// [`OtelError::Export`] when the receiver could not be reached.
     pub fn flush(&self) -> Result<(), OtelError> {
-        if let Some(recorder) = &self.recorder
-            && !recorder.flush()
-        {
-            return Err(OtelError::Export("the span recorder's thread did not answer within 30 s".to_owned()));
+        if let Some(recorder) = &self.recorder {
+            recorder.flush().map_err(OtelError::Export)?;
         }
         self.tracer.force_flush().map_err(|e| OtelError::Export(e.to_string()))?;
         if let Some(meter) = &self.meter {

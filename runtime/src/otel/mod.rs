@@ -66,13 +66,17 @@
 //! `graphwright.*` where they do not (runs, tool calls).
 
 mod convert;
+mod describe;
+mod encode;
 mod export;
 mod filter;
 pub(crate) mod metrics;
 mod parent;
 mod propagate;
+mod protobuf;
 mod recorder;
 mod sampler;
+mod send;
 mod tally;
 
 pub use export::{Otel, OtelError, Protocol, Telemetry, init};

@@ -1,15 +1,21 @@
 //! The recorder export sets up: it begins each run's trace (its parent and the sampler's
-//! decision) on the run's thread, and on a thread of its own turns the runs' batches into
-//! OpenTelemetry spans for the batch processor that exports the program's other spans too.
+//! decision) on the run's thread, and on a thread of its own sends the runs' batches on: over
+//! OTLP/HTTP as protobuf written straight from the records, or, for an exporter of the
+//! program's own and for gRPC, as OpenTelemetry span data for the batch processor that exports
+//! the program's other spans too.
 
 use super::convert;
+use super::encode::Request;
+use super::send::{Batching, HttpConfig, Sender as Http};
 use crate::telemetry::{Batch, Begun, Parent, Recorder, calibrate, trace_id};
 use opentelemetry::InstrumentationScope;
 use opentelemetry::trace::{SpanKind, TraceContextExt, TraceId};
+use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, Sampler, SamplingDecision, ShouldSample, SpanProcessor};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// How long [`Exporting::flush`] waits for the recorder's thread.
@@ -17,39 +23,72 @@ const FLUSH_WAIT: Duration = Duration::from_secs(30);
 
 enum Message {
     Batch(Batch),
-    Flush(Sender<()>),
+    /// Send everything now; answer whether all of it (and all since the last flush) arrived.
+    Flush(Sender<Result<(), String>>),
 }
 
-/// Runs' spans, exported through `processor`.
+/// Where the recorder's thread sends the runs' spans.
+pub(super) enum Destination {
+    /// The SDK's batch processor, as span data.
+    Processor(Arc<BatchSpanProcessor>),
+    /// An OTLP receiver over HTTP, as protobuf written from the records: the spans of `resource`,
+    /// sent as `config` and `batching` say.
+    Http { config: HttpConfig, batching: Batching, resource: Resource },
+}
+
+/// Runs' spans, exported.
 pub(super) struct Exporting {
     sampler: Sampler,
     sender: Mutex<Option<Sender<Message>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    queue: Arc<Queue>,
+}
+
+/// The spans handed to the thread and not yet sent, against how many may wait.
+#[derive(Debug)]
+struct Queue {
+    waiting: AtomicUsize,
+    max: usize,
+    /// Whether spans were dropped for a full queue (said once).
+    warned: AtomicBool,
 }
 
 impl Exporting {
-    /// Starts the recorder's thread, which hands spans to `processor`.
-    pub(super) fn start(processor: Arc<BatchSpanProcessor>, sampler: Sampler) -> std::io::Result<Self> {
+    /// Starts the recorder's thread, which sends spans to `destination`.
+    pub(super) fn start(destination: Destination, sampler: Sampler) -> std::io::Result<Self> {
         let (sender, receiver) = channel();
-        let scope = InstrumentationScope::builder("graphwright").with_version(env!("CARGO_PKG_VERSION")).build();
+        let max = match &destination {
+            // The batch processor keeps a queue of its own.
+            Destination::Processor(_) => usize::MAX / 2,
+            Destination::Http { batching, .. } => batching.max_queue,
+        };
+        let queue = Arc::new(Queue { waiting: AtomicUsize::new(0), max, warned: AtomicBool::new(false) });
+        let waiting = Arc::clone(&queue);
         let thread = std::thread::Builder::new().name("graphwright-spans".to_owned()).spawn(move || {
             // Here rather than in the first run recorded, which would wait for it.
             calibrate();
-            convert_all(&receiver, &processor, &scope);
+            match destination {
+                Destination::Processor(processor) => convert_all(&receiver, &processor, &waiting),
+                Destination::Http { config, batching, resource } => {
+                    send_all(&receiver, config, batching, Request::new(&resource), &waiting);
+                }
+            }
         })?;
-        Ok(Self { sampler, sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)) })
+        Ok(Self { sampler, sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)), queue })
     }
 
-    /// Waits until every batch sent so far is with the batch processor.
-    pub(super) fn flush(&self) -> bool {
+    /// Waits until every batch recorded so far is sent on (to the receiver, or to the batch
+    /// processor); says why not when a request failed since the last flush.
+    pub(super) fn flush(&self) -> Result<(), String> {
         let (done, wait) = channel();
         if !self.send(Message::Flush(done)) {
-            return true;
+            return Ok(());
         }
-        wait.recv_timeout(FLUSH_WAIT).is_ok()
+        wait.recv_timeout(FLUSH_WAIT)
+            .unwrap_or_else(|_| Err("the span recorder's thread did not answer within 30 s".to_owned()))
     }
 
-    /// Hands what is left to the batch processor and stops the thread.
+    /// Sends what is left and stops the thread.
     pub(super) fn stop(&self) {
         drop(self.sender.lock().unwrap_or_else(PoisonError::into_inner).take());
         if let Some(thread) = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
@@ -63,16 +102,77 @@ impl Exporting {
     }
 }
 
-fn convert_all(receiver: &Receiver<Message>, processor: &BatchSpanProcessor, scope: &InstrumentationScope) {
+/// Hands every batch to `processor` as span data.
+fn convert_all(receiver: &Receiver<Message>, processor: &BatchSpanProcessor, queue: &Queue) {
+    let scope = InstrumentationScope::builder("graphwright").with_version(env!("CARGO_PKG_VERSION")).build();
     while let Ok(message) = receiver.recv() {
         match message {
             Message::Batch(batch) => {
-                for span in convert::spans(&batch, scope) {
+                for span in convert::spans(&batch, &scope) {
                     processor.on_end(span);
                 }
+                queue.waiting.fetch_sub(batch.records.len(), Ordering::Relaxed);
             }
             Message::Flush(done) => {
-                let _ = done.send(());
+                let _ = done.send(Ok(()));
+            }
+        }
+    }
+}
+
+/// Gathers batches into requests and sends them: when a request holds `max_batch` spans, when
+/// its first span has waited `delay`, when asked to flush, and when the recorder stops.
+fn send_all(receiver: &Receiver<Message>, config: HttpConfig, batching: Batching, mut request: Request, queue: &Queue) {
+    let http = match Http::new(config) {
+        Ok(http) => Some(http),
+        Err(error) => {
+            tracing::warn!(%error, "the runs' spans cannot be exported");
+            None
+        }
+    };
+    let mut due: Option<Instant> = None;
+    // Why a request failed since the last flush, for the flush to say.
+    let mut failed: Option<String> = None;
+    let send = |request: &mut Request, failed: &mut Option<String>| {
+        let spans = request.len();
+        if spans == 0 {
+            return;
+        }
+        let body = request.take();
+        let sent =
+            http.as_ref().map_or_else(|| Err("the OTLP HTTP client could not be made".to_owned()), |h| h.send(body));
+        queue.waiting.fetch_sub(spans, Ordering::Relaxed);
+        if let Err(error) = sent {
+            tracing::warn!(%error, spans, "runs' spans were not exported");
+            *failed = Some(error);
+        }
+    };
+    loop {
+        let message = match due {
+            Some(due) => receiver.recv_timeout(due.saturating_duration_since(Instant::now())),
+            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match message {
+            Ok(Message::Batch(batch)) => {
+                request.add(&batch);
+                due.get_or_insert_with(|| Instant::now() + batching.delay);
+                if request.len() >= batching.max_batch {
+                    send(&mut request, &mut failed);
+                    due = None;
+                }
+            }
+            Ok(Message::Flush(done)) => {
+                send(&mut request, &mut failed);
+                due = None;
+                let _ = done.send(failed.take().map_or(Ok(()), Err));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                send(&mut request, &mut failed);
+                due = None;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                send(&mut request, &mut failed);
+                return;
             }
         }
     }
@@ -105,7 +205,21 @@ impl Recorder for Exporting {
     }
 
     fn record(&self, batch: Batch) {
-        self.send(Message::Batch(batch));
+        let spans = batch.records.len();
+        let queue = &self.queue;
+        if queue.waiting.fetch_add(spans, Ordering::Relaxed) + spans > queue.max {
+            queue.waiting.fetch_sub(spans, Ordering::Relaxed);
+            if !queue.warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    max = queue.max,
+                    "runs' spans dropped: more are waiting to be exported than OTEL_BSP_MAX_QUEUE_SIZE allows (the receiver is slow or unreachable)"
+                );
+            }
+            return;
+        }
+        if !self.send(Message::Batch(batch)) {
+            queue.waiting.fetch_sub(spans, Ordering::Relaxed);
+        }
     }
 }
 

@@ -1,0 +1,203 @@
+//! OTLP over HTTP for the runs' spans encoded by [`encode`](super::encode): where the requests
+//! go and with which headers, read from the `OTEL_*` variables as the SDK's exporter reads them
+//! for the program's own spans, and how spans are gathered into requests (`OTEL_BSP_*`).
+
+use opentelemetry_sdk::trace::{
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE_DEFAULT, OTEL_BSP_MAX_QUEUE_SIZE,
+    OTEL_BSP_MAX_QUEUE_SIZE_DEFAULT, OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_SCHEDULE_DELAY_DEFAULT,
+};
+use std::time::Duration;
+
+/// Where the traces go when no variable and no setting says: the OTLP default.
+const DEFAULT_ENDPOINT: &str = "http://localhost:4318/v1/traces";
+/// How long a request may take when no variable says: the OTLP default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where and how the trace requests are sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct HttpConfig {
+    pub(super) endpoint: String,
+    /// `OTEL_EXPORTER_OTLP_HEADERS`, then the traces' own, which win for the same name.
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) timeout: Duration,
+}
+
+impl HttpConfig {
+    /// The settings `var` (a variable's value, when set and not empty) gives, with `endpoint`
+    /// (the traces' full URL, given in code) winning over the variables' endpoint.
+    pub(super) fn resolve(endpoint: Option<String>, var: impl Fn(&str) -> Option<String>) -> Self {
+        let endpoint = endpoint
+            .or_else(|| var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+            .or_else(|| {
+                var("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| format!("{}/v1/traces", base.trim_end_matches('/')))
+            })
+            .unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned());
+        let mut headers: Vec<(String, String)> = Vec::new();
+        for name in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
+            for (key, value) in var(name).as_deref().map(parse_headers).unwrap_or_default() {
+                headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&key));
+                headers.push((key, value));
+            }
+        }
+        let timeout = ["OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"]
+            .into_iter()
+            .find_map(|name| var(name).and_then(|ms| ms.trim().parse().ok()))
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+        Self { endpoint, headers, timeout }
+    }
+}
+
+/// `key=value,key=value`, values percent-decoded (W3C Baggage's form, as OTLP has it); pairs
+/// without a key or a value are left out.
+fn parse_headers(text: &str) -> Vec<(String, String)> {
+    text.split_terminator(',')
+        .filter_map(|pair| pair.trim().split_once('='))
+        .map(|(key, value)| {
+            let value = value.trim();
+            let decoded: String =
+                percent_encoding::percent_decode_str(value).decode_utf8().map_or_else(|_| value.into(), Into::into);
+            (key.trim().to_owned(), decoded)
+        })
+        .filter(|(key, value)| !key.is_empty() && !value.is_empty())
+        .collect()
+}
+
+/// How spans are gathered into requests, as the SDK's batch processor reads `OTEL_BSP_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Batching {
+    /// Spans waiting to be sent at most; more are dropped (and counted).
+    pub(super) max_queue: usize,
+    /// A request is sent once it holds this many spans...
+    pub(super) max_batch: usize,
+    /// ...or this long after its first span came.
+    pub(super) delay: Duration,
+}
+
+impl Batching {
+    /// The settings `var` gives; the SDK's defaults otherwise.
+    pub(super) fn resolve(var: impl Fn(&str) -> Option<String>) -> Self {
+        let number = |name: &str| var(name).and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0);
+        let max_queue = number(OTEL_BSP_MAX_QUEUE_SIZE).unwrap_or(OTEL_BSP_MAX_QUEUE_SIZE_DEFAULT);
+        Self {
+            max_queue,
+            // As the SDK has it: never more than the queue holds.
+            max_batch: number(OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
+                .unwrap_or(OTEL_BSP_MAX_EXPORT_BATCH_SIZE_DEFAULT)
+                .min(max_queue),
+            delay: var(OTEL_BSP_SCHEDULE_DELAY)
+                .and_then(|ms| ms.trim().parse().ok())
+                .map_or(OTEL_BSP_SCHEDULE_DELAY_DEFAULT, Duration::from_millis),
+        }
+    }
+}
+
+/// Sends trace requests over HTTP. Made on the thread that sends (a blocking client).
+#[derive(Debug)]
+pub(super) struct Sender {
+    client: reqwest::blocking::Client,
+    config: HttpConfig,
+}
+
+impl Sender {
+    /// A client for `config`.
+    pub(super) fn new(config: HttpConfig) -> Result<Self, String> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (key, value) in &config.headers {
+            let name = reqwest::header::HeaderName::from_bytes(key.as_bytes());
+            let value = reqwest::header::HeaderValue::from_str(value);
+            if let (Ok(name), Ok(value)) = (name, value) {
+                headers.insert(name, value);
+            } else {
+                // As the SDK's exporter does: a header that cannot be sent is left out.
+                tracing::warn!(header = %key, "an OTLP header from OTEL_EXPORTER_OTLP_*HEADERS is not a valid HTTP header; left out");
+            }
+        }
+        let client = reqwest::blocking::Client::builder()
+            .timeout(config.timeout)
+            .default_headers(headers)
+            .user_agent(concat!("graphwright/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("could not make the OTLP HTTP client: {e}"))?;
+        Ok(Self { client, config })
+    }
+
+    /// Sends one request; says why it did not arrive.
+    pub(super) fn send(&self, body: Vec<u8>) -> Result<(), String> {
+        let response = self
+            .client
+            .post(&self.config.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/x-protobuf")
+            .body(body)
+            .send()
+            .map_err(|e| format!("the OTLP trace request to {} failed: {e}", self.config.endpoint))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = response.text().unwrap_or_default();
+        let text: String = text.chars().take(200).collect();
+        Err(format!("the OTLP receiver at {} answered {status}: {text}", self.config.endpoint))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn the_endpoint_is_the_settings_then_the_traces_variable_then_the_shared_one() {
+        let both = vars(&[
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4318/custom"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://shared:4318/"),
+        ]);
+        assert_eq!(
+            HttpConfig::resolve(Some("http://given/v1/traces".into()), &both).endpoint,
+            "http://given/v1/traces"
+        );
+        assert_eq!(HttpConfig::resolve(None, &both).endpoint, "http://traces:4318/custom", "taken as it is");
+        let shared = vars(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://shared:4318/")]);
+        assert_eq!(HttpConfig::resolve(None, shared).endpoint, "http://shared:4318/v1/traces");
+        assert_eq!(HttpConfig::resolve(None, vars(&[])).endpoint, DEFAULT_ENDPOINT);
+    }
+
+    #[test]
+    fn headers_are_decoded_and_the_traces_own_win() {
+        let config = HttpConfig::resolve(
+            None,
+            vars(&[
+                ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=shared, x-tenant = a%20b ,broken, =nokey,empty="),
+                ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "Api-Key=traces"),
+            ]),
+        );
+        let headers: Vec<(&str, &str)> = config.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(headers, [("x-tenant", "a b"), ("Api-Key", "traces")]);
+    }
+
+    #[test]
+    fn the_timeout_is_in_milliseconds() {
+        let given = vars(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"), ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "700")]);
+        assert_eq!(HttpConfig::resolve(None, given).timeout, Duration::from_millis(700));
+        let shared = vars(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "2500")]);
+        assert_eq!(HttpConfig::resolve(None, shared).timeout, Duration::from_millis(2500));
+        let bad = vars(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")]);
+        assert_eq!(HttpConfig::resolve(None, bad).timeout, DEFAULT_TIMEOUT);
+    }
+
+    #[test]
+    fn batching_reads_the_batch_processors_variables() {
+        let defaults = Batching::resolve(vars(&[]));
+        assert_eq!(defaults, Batching { max_queue: 2048, max_batch: 512, delay: Duration::from_secs(5) });
+        let given = Batching::resolve(vars(&[
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "100"),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "400"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "250"),
+        ]));
+        assert_eq!(given, Batching { max_queue: 100, max_batch: 100, delay: Duration::from_millis(250) });
+    }
+}
