@@ -51,10 +51,17 @@
 //! Model requests carry the model call's `traceparent`, so a tracing gateway joins the trace.
 //!
 //! A run started under a subscriber that has export's layer records these spans itself: one
-//! small record per span on the run's thread, turned into OpenTelemetry spans on a thread of
-//! the export's own, for the batch processor that also exports the program's own `tracing`
-//! spans. Those the program opens inside a node, a model call or a tool call are children of
-//! its span, and a run started inside a span of the program's continues that span's trace.
+//! small record per span on the run's thread, sent on by a thread of the export's own. Over
+//! OTLP/HTTP that thread writes the records straight into OTLP's protobuf, gathering the runs'
+//! spans into requests as the `OTEL_BSP_*` variables say (up to `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`
+//! spans a request, sent within `OTEL_BSP_SCHEDULE_DELAY`, at most `OTEL_BSP_MAX_QUEUE_SIZE`
+//! waiting); over gRPC, or to an exporter given with [`Otel::build_with_exporter`], it makes
+//! them OpenTelemetry span data for the batch processor that also exports the program's own
+//! `tracing` spans. Those the program opens inside a node, a model call or a tool call are
+//! children of its span, and a run started inside a span of the program's continues that
+//! span's trace. [`Telemetry::flush`] says when a request of the runs' spans failed since the
+//! last flush (the receiver refused it or could not be reached); the run itself never waits on
+//! export.
 //! Other subscribers see the run's spans as `tracing` spans. With no subscriber (nothing set
 //! up) no span is built: the run pays one check per span.
 //!
