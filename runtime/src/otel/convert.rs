@@ -1,22 +1,16 @@
 //! A recorded span as OpenTelemetry's span data (what [`describe`](super::describe) says of it),
 //! for the SDK's batch processor: an exporter of the program's own, or OTLP over gRPC.
 
-use super::describe::{Kind, Out, Val, describe, room};
+use super::describe::{Kind, Out, Val, describe, room, trace_state};
 use crate::telemetry::{Anchor, Batch, Record, Status, Ticks};
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceFlags, TraceId, TraceState};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
-use std::str::FromStr;
 
 /// The span data of every record of `batch`.
 pub(super) fn spans(batch: &Batch, scope: &InstrumentationScope) -> Vec<SpanData> {
     let anchor = batch.anchor.unwrap_or_else(Anchor::now);
-    let trace_state = batch
-        .parent
-        .as_ref()
-        .filter(|p| !p.trace_state.is_empty())
-        .and_then(|p| TraceState::from_str(&p.trace_state).ok())
-        .unwrap_or_default();
+    let trace_state = trace_state(batch);
     batch.records.iter().map(|record| span(batch, record, &anchor, &trace_state, scope)).collect()
 }
 

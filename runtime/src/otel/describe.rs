@@ -5,6 +5,8 @@
 //! protobuf written straight from the record ([`encode`](super::encode)).
 
 use crate::telemetry::{Batch, Body, ChatBody, NodeMark, RunBody, Ticks, ToolBody};
+use opentelemetry::trace::TraceState;
+use std::str::FromStr;
 
 /// An attribute's value.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -61,6 +63,17 @@ impl Name<'_> {
 pub(super) enum Kind {
     Internal,
     Client,
+}
+
+/// The trace state the spans of `batch` carry: the `tracestate` of the span the run continues,
+/// parsed (none when it does not parse).
+pub(super) fn trace_state(batch: &Batch) -> TraceState {
+    batch
+        .parent
+        .as_ref()
+        .filter(|p| !p.trace_state.is_empty())
+        .and_then(|p| TraceState::from_str(&p.trace_state).ok())
+        .unwrap_or_default()
 }
 
 /// How many attributes a span of `body`'s kind carries at most (room made for them up front).

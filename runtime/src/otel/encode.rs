@@ -6,12 +6,10 @@
 //! The messages and field numbers are those of `opentelemetry/proto/collector/trace/v1` and
 //! the `trace/v1`, `resource/v1` and `common/v1` messages it carries.
 
-use super::describe::{Kind, Out, Tail, Val, describe};
+use super::describe::{Kind, Out, Tail, Val, describe, trace_state};
 use super::protobuf::{Writer, delimited_len};
 use crate::telemetry::{Anchor, Batch, Record, Status, Ticks};
-use opentelemetry::trace::TraceState;
 use opentelemetry_sdk::Resource;
-use std::str::FromStr;
 use std::time::UNIX_EPOCH;
 
 /// `Span.flags`: the W3C trace flags' sampled bit, and that whether the parent is remote is known.
@@ -63,13 +61,7 @@ impl Request {
     pub(super) fn add(&mut self, batch: &Batch) {
         let anchor = batch.anchor.unwrap_or_else(Anchor::now);
         // As the SDK's span data has it: parsed, and written out again.
-        let trace_state = batch
-            .parent
-            .as_ref()
-            .filter(|p| !p.trace_state.is_empty())
-            .and_then(|p| TraceState::from_str(&p.trace_state).ok())
-            .map(|state| state.header())
-            .unwrap_or_default();
+        let trace_state = trace_state(batch).header();
         for record in &batch.records {
             self.spans.message(2, |w| span(w, batch, record, &anchor, &trace_state));
         }

@@ -258,7 +258,14 @@ mod tests {
         let mut batch = Batch::new(1, None, (n, 0));
         let at = Ticks::now();
         batch.records = (1..=n as u64)
-            .map(|i| Record { span_id: i, parent: 0, start: at, end: at, status: Status::Ok, body: Body::Step { step: i, tasks: 1 } })
+            .map(|i| Record {
+                span_id: i,
+                parent: 0,
+                start: at,
+                end: at,
+                status: Status::Ok,
+                body: Body::Step { step: i, tasks: 1 },
+            })
             .collect();
         batch
     }
@@ -267,8 +274,12 @@ mod tests {
     fn spans_past_the_queue_are_dropped_and_a_failed_request_is_reported() {
         // Nothing listens on a port just freed.
         let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-        let config = HttpConfig { endpoint: format!("http://{free}/v1/traces"), headers: Vec::new(), timeout: Duration::from_secs(5) };
-        let batching = Batching { max_queue: 3, max_batch: 100, delay: Duration::from_secs(600) };
+        let config = HttpConfig {
+            endpoint: format!("http://{free}/v1/traces"),
+            headers: Vec::new(),
+            timeout: Duration::from_secs(5),
+        };
+        let batching = Batching { max_queue: 3, max_batch: 100, delay: Duration::from_mins(10) };
         let destination = Destination::Http { config, batching, resource: Resource::builder_empty().build() };
         let exporting = Exporting::start(destination, Sampler::AlwaysOn).unwrap();
 
@@ -279,7 +290,11 @@ mod tests {
 
         let error = exporting.flush().expect_err("the receiver is not there");
         assert!(error.contains(&free.to_string()), "{error}");
-        assert_eq!(exporting.queue.waiting.load(Ordering::Relaxed), 0, "sent, if not received: the queue has room again");
+        assert_eq!(
+            exporting.queue.waiting.load(Ordering::Relaxed),
+            0,
+            "sent, if not received: the queue has room again"
+        );
         exporting.record(steps(3));
         assert_eq!(exporting.queue.waiting.load(Ordering::Relaxed), 3);
         assert!(exporting.flush().is_err(), "each flush says what failed since the last");
