@@ -31,7 +31,12 @@ pub(super) struct Job {
     /// The W3C `traceparent` of the request that made the run: its span continues that trace.
     #[cfg_attr(not(feature = "otel"), expect(dead_code, reason = "read by the `otel` feature's span"))]
     pub(super) traceparent: Option<String>,
+    /// The run's place in its thread's line, taken as it was accepted (see [`Job::queue_up`]).
+    pub(super) place: Option<Place>,
 }
+
+/// A place in the line for a thread's turn in this process.
+pub(super) type Place = std::pin::Pin<Box<dyn Future<Output = ThreadTurn> + Send + Sync>>;
 
 /// The `traceparent` of the span the caller is in (a request's), when spans are exported.
 pub(super) fn traceparent_here() -> Option<String> {
@@ -62,6 +67,28 @@ enum Waited {
 }
 
 impl Job {
+    /// Takes the run's place in its thread's line now, as it is accepted: runs on a thread then
+    /// start in the order they were accepted, not in the order their tasks happen to be first
+    /// polled (a task spawned later can be polled first, and a run enqueued behind another
+    /// could then start before it). With PostgreSQL the shared queue keeps that order instead.
+    pub(super) fn queue_up(&mut self) {
+        #[cfg(feature = "postgres")]
+        if self.app.cluster.is_some() {
+            return;
+        }
+        if !self.recorded {
+            return;
+        }
+        let mut place: Place = Box::pin(self.app.runs.lock_for(&self.spec.thread_id).lock_owned());
+        // Polled once, the lock's first-come-first-served queue has the run in it; the task
+        // polls it again with its own waker when it starts.
+        let mut nobody = std::task::Context::from_waker(std::task::Waker::noop());
+        self.place = Some(match place.as_mut().poll(&mut nobody) {
+            std::task::Poll::Ready(turn) => Box::pin(std::future::ready(turn)),
+            std::task::Poll::Pending => place,
+        });
+    }
+
     /// Executes the run once its thread is free, and records how it ended.
     pub(super) async fn run(self) {
         drop(self.run_in_turn(None).await);
@@ -94,6 +121,7 @@ impl Job {
 
     async fn run_traced(mut self, mut held: Option<ThreadTurn>) -> Option<ThreadTurn> {
         let handed = held.is_some();
+        let place = self.place.take();
         #[cfg(feature = "postgres")]
         let published = self
             .app
@@ -106,7 +134,7 @@ impl Job {
             // Cancelled before it started: there is nothing of it to undo.
             how = self.live.cancelled() => Waited::Cancelled(how),
             () = self.app.drained(), if self.recorded => Waited::Drained,
-            turn = self.turn(&mut held) => Waited::Turn(turn),
+            turn = self.turn(&mut held, place) => Waited::Turn(turn),
         };
         let (ended, started) = match waited {
             Waited::Cancelled(how) => (ended_before_start(how), None),
@@ -160,7 +188,7 @@ impl Job {
     /// Waits for the run's turn on its thread and marks it running: the thread's lock in this
     /// process (`held`, if the run was handed it), or a claim on the shared run queue (held
     /// until the run's end is recorded).
-    async fn turn(&self, held: &mut Option<ThreadTurn>) -> Result<Option<ThreadTurn>, Ended> {
+    async fn turn(&self, held: &mut Option<ThreadTurn>, place: Option<Place>) -> Result<Option<ThreadTurn>, Ended> {
         let storage_failed = |error: ApiError| {
             Ended::Graph(Outcome::Failed { error: "StorageError".into(), message: error.to_string() })
         };
@@ -179,9 +207,10 @@ impl Job {
                 })),
             };
         }
-        let guard = match held.take() {
-            Some(guard) => guard,
-            None => self.app.runs.lock_for(&self.spec.thread_id).lock_owned().await,
+        let guard = match (held.take(), place) {
+            (Some(guard), _) => guard,
+            (None, Some(place)) => place.await,
+            (None, None) => self.app.runs.lock_for(&self.spec.thread_id).lock_owned().await,
         };
         self.app.meta.set_running(&self.live.run_id).await.map_err(storage_failed)?;
         // The run enters its thread's feed as it starts (with PostgreSQL the claim above

@@ -158,7 +158,8 @@ impl Prepared {
     /// could be read back once it ended, and the client that follows it is connected to this
     /// process. Its answer's `run` is null.
     pub(crate) async fn start(self, app: &Arc<App>, attached: Attached) -> Result<Accepted, ApiError> {
-        let (accepted, job) = self.launch(app, attached, None).await?;
+        let (accepted, mut job) = self.launch(app, attached, None).await?;
+        job.queue_up();
         tokio::spawn(job.run());
         Ok(accepted)
     }
@@ -233,6 +234,7 @@ impl Prepared {
             temporary,
             recorded: !scratch,
             slot,
+            place: None,
         };
         Ok((Accepted { run, live }, job))
     }
