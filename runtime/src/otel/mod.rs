@@ -53,9 +53,10 @@
 //! A run started under a subscriber that has export's layer records these spans itself: one
 //! small record per span on the run's thread, sent on by a thread of the export's own. Over
 //! OTLP/HTTP that thread writes the records straight into OTLP's protobuf, gathering the runs'
-//! spans into requests as the `OTEL_BSP_*` variables say (up to `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`
-//! spans a request, sent within `OTEL_BSP_SCHEDULE_DELAY`, at most `OTEL_BSP_MAX_QUEUE_SIZE`
-//! waiting); over gRPC, or to an exporter given with [`Otel::build_with_exporter`], it makes
+//! spans into requests as the `OTEL_BSP_*` variables say (a request goes once it holds
+//! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans or its first span has waited
+//! `OTEL_BSP_SCHEDULE_DELAY`; past `OTEL_BSP_MAX_QUEUE_SIZE` spans waiting, further spans are
+//! dropped); over gRPC, or to an exporter given with [`Otel::build_with_exporter`], it makes
 //! them OpenTelemetry span data for the batch processor that also exports the program's own
 //! `tracing` spans. Those the program opens inside a node, a model call or a tool call are
 //! children of its span, and a run started inside a span of the program's continues that
