@@ -6,7 +6,7 @@
 //! The messages and field numbers are those of `opentelemetry/proto/collector/trace/v1` and
 //! the `trace/v1`, `resource/v1` and `common/v1` messages it carries.
 
-use super::describe::{Kind, Out, Tail, Val, describe, trace_state};
+use super::describe::{Kind, Out, Tail, Val, decimal, describe, trace_state};
 use super::protobuf::{Writer, delimited_len};
 use crate::telemetry::{Anchor, Batch, Record, Status, Ticks};
 use opentelemetry_sdk::Resource;
@@ -130,22 +130,6 @@ fn span(w: &mut Writer, batch: &Batch, record: &Record, anchor: &Anchor, trace_s
             w.uint(3, 2);
         }
     });
-}
-
-/// `n` in decimal, written at the end of `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        // A digit: cannot truncate.
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    std::str::from_utf8(&buf[at..]).unwrap_or_default()
 }
 
 /// `at` as nanoseconds since the Unix epoch (0 before it, as the SDK's conversion has it).

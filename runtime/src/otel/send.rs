@@ -96,6 +96,21 @@ impl Batching {
 pub(super) struct Sender {
     client: reqwest::blocking::Client,
     config: HttpConfig,
+    /// The endpoint as messages name it: without a user name or password it may carry.
+    shown: String,
+}
+
+/// `endpoint` with any user name and password in it left out, to be named in a message.
+fn shown(endpoint: &str) -> String {
+    match reqwest::Url::parse(endpoint) {
+        Ok(mut url) => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.to_string()
+        }
+        // Not a URL: the request fails before anything is sent, and the text may hold anything.
+        Err(_) => "the configured OTLP endpoint (not a valid URL)".to_owned(),
+    }
 }
 
 impl Sender {
@@ -118,7 +133,8 @@ impl Sender {
             .user_agent(concat!("graphwright/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("could not make the OTLP HTTP client: {e}"))?;
-        Ok(Self { client, config })
+        let shown = shown(&config.endpoint);
+        Ok(Self { client, config, shown })
     }
 
     /// Sends one request; says why it did not arrive.
@@ -129,14 +145,15 @@ impl Sender {
             .header(reqwest::header::CONTENT_TYPE, "application/x-protobuf")
             .body(body)
             .send()
-            .map_err(|e| format!("the OTLP trace request to {} failed: {e}", self.config.endpoint))?;
+            // The error's own text would repeat the URL, credentials and all.
+            .map_err(|e| format!("the OTLP trace request to {} failed: {}", self.shown, e.without_url()))?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
         }
         let text = response.text().unwrap_or_default();
         let text: String = text.chars().take(200).collect();
-        Err(format!("the OTLP receiver at {} answered {status}: {text}", self.config.endpoint))
+        Err(format!("the OTLP receiver at {} answered {status}: {text}", self.shown))
     }
 }
 
@@ -187,6 +204,21 @@ mod tests {
         assert_eq!(HttpConfig::resolve(None, shared).timeout, Duration::from_millis(2500));
         let bad = vars(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")]);
         assert_eq!(HttpConfig::resolve(None, bad).timeout, DEFAULT_TIMEOUT);
+    }
+
+    #[test]
+    fn messages_name_the_endpoint_without_its_credentials() {
+        assert_eq!(shown("http://ada:s3cret@collector:4318/v1/traces"), "http://collector:4318/v1/traces");
+        assert_eq!(shown("http://collector:4318/v1/traces"), "http://collector:4318/v1/traces");
+        assert!(!shown("not a url with s3cret").contains("s3cret"));
+        let sender = Sender::new(HttpConfig {
+            endpoint: "http://ada:s3cret@127.0.0.1:9/v1/traces".to_owned(),
+            headers: Vec::new(),
+            timeout: Duration::from_secs(5),
+        })
+        .unwrap();
+        let error = sender.send(Vec::new()).unwrap_err();
+        assert!(error.contains("127.0.0.1:9") && !error.contains("s3cret"), "{error}");
     }
 
     #[test]
