@@ -1,11 +1,15 @@
 //! What observability costs a run (BENCHMARKS.md, "Observability"): the `ReAct` loops of the
-//! workloads bench, each in three configurations, in one run of this bench.
+//! workloads bench, each in four configurations, in one run of this bench.
 //!
 //! ```text
 //! cargo bench -p graphwright --features otel --bench otel -- [--only NAME,NAME] [--rounds N]
 //! ```
 //!
 //! - `off`: no subscriber at all, as a program that sets up no tracing runs;
+//! - `thread`: as `off`, in a process with one more thread, parked: the allocator takes locks
+//!   once a process has a second thread (glibc's skips them in a process of one), which export's
+//!   thread brings to a program that had none; a program on tokio's multi-thread runtime or with
+//!   any thread of its own pays it already. `export` is compared with both;
 //! - `subscriber`: a `tracing_subscriber::registry()` with a layer that keeps nothing, the cost
 //!   of having some subscriber without OpenTelemetry;
 //! - `export`: `Otel::from_env().endpoint(..).build()` and its `layer()` on a registry as the
@@ -22,11 +26,11 @@
 //! `GRAPHWRIGHT_OTEL_BENCH` naming it), so that tracing's per-callsite interest cache is set as
 //! in a program that runs only that configuration. A child makes warm-up runs, then timed runs
 //! (each checked, untimed), and reports the median time of a run per turn, the mean, and the
-//! process's CPU time per turn (every thread: the exporter's too). The three configurations
+//! process's CPU time per turn (every thread: the exporter's too). The four configurations
 //! alternate, in a rotating order, for `--rounds` rounds (5 by default); the figures reported
-//! are medians over the rounds, and each ratio is the median of the rounds' ratios to `off` in
-//! the same round. One JSON line per workload and configuration goes to stdout, a table to
-//! stderr.
+//! are medians over the rounds, and each ratio is the median of the rounds' ratios to `off` (and
+//! export's to `thread`) in the same round. One JSON line per workload and configuration goes
+//! to stdout, a table to stderr.
 //!
 //! Workloads: `react_loop_100_toolnode` and `react_loop_100` (the workloads bench's, a scripted
 //! model answering in the node), and `react_model_2ms_toolnode`: the same loop whose node calls
@@ -60,7 +64,7 @@ const CHILD_ENV: &str = "GRAPHWRIGHT_OTEL_BENCH";
 const SINK_ENV: &str = "GRAPHWRIGHT_OTEL_BENCH_SINK";
 
 /// The configurations, in the order of the first round.
-const CONFIGS: [&str; 3] = ["off", "subscriber", "export"];
+const CONFIGS: [&str; 4] = ["off", "thread", "subscriber", "export"];
 
 /// A workload: its name, what it is, runs before timing, timed runs, the spans one run makes,
 /// and the function that makes the graph and measures it.
@@ -205,7 +209,9 @@ fn summarize(workload: &Workload, config: &str, lines: &BTreeMap<&str, Vec<Value
     let of = |config: &str, key: &str| -> Vec<f64> {
         lines.get(config).map(|ls| ls.iter().map(|l| l[key].as_f64().unwrap_or(f64::NAN)).collect()).unwrap_or_default()
     };
-    let ratios = |key: &str| -> Vec<f64> { of(config, key).iter().zip(of("off", key)).map(|(a, b)| a / b).collect() };
+    let ratios_to =
+        |to: &str, key: &str| -> Vec<f64> { of(config, key).iter().zip(of(to, key)).map(|(a, b)| a / b).collect() };
+    let ratios = |key: &str| ratios_to("off", key);
     let mine = lines.get(config).map(Vec::as_slice).unwrap_or_default();
     let mut line = json!({
         "name": workload.name,
@@ -232,6 +238,9 @@ fn summarize(workload: &Workload, config: &str, lines: &BTreeMap<&str, Vec<Value
         for key in ["export_requests", "export_bytes", "spans", "spans_dropped"] {
             fields.insert(format!("{key}_per_round"), json!(of(config, key)));
         }
+        fields.insert("ratio_to_thread".to_owned(), json!(median(&ratios_to("thread", "per_turn_us"))));
+        fields.insert("ratio_to_thread_rounds".to_owned(), json!(ratios_to("thread", "per_turn_us")));
+        fields.insert("run_cpu_ratio_to_thread".to_owned(), json!(median(&ratios_to("thread", "run_cpu_per_turn_us"))));
         fields.insert("spans_per_run".to_owned(), json!(median(&of(config, "spans_per_run"))));
         fields.insert("spans_per_run_expected".to_owned(), workload.spans.into());
         if let Some(names) = mine.first().map(|l| l["span_names"].clone()) {
@@ -249,20 +258,30 @@ fn summarize(workload: &Workload, config: &str, lines: &BTreeMap<&str, Vec<Value
 fn print_table(lines: &[Value]) {
     eprintln!();
     eprintln!(
-        "{:<26} {:>10} {:>18} {:>18} {:>22} {:>11} {:>9}",
-        "workload", "off µs", "subscriber µs", "export µs", "export, run's CPU µs", "spans/run", "load 1m"
+        "{:<26} {:>8} {:>16} {:>16} {:>16} {:>11} {:>20} {:>9} {:>9}",
+        "workload",
+        "off µs",
+        "thread µs",
+        "subscriber µs",
+        "export µs",
+        "export/thread",
+        "export, run's CPU µs",
+        "spans/run",
+        "load 1m"
     );
     for chunk in lines.chunks(CONFIGS.len()) {
         let cell = |l: &Value, key: &str, ratio: &str| {
             format!("{:.3} ({:.2}×)", l[key].as_f64().unwrap_or(0.0), l[ratio].as_f64().unwrap_or(0.0))
         };
-        let [off, sub, export] = chunk else { continue };
+        let [off, thread, sub, export] = chunk else { continue };
         eprintln!(
-            "{:<26} {:>10.3} {:>18} {:>18} {:>22} {:>11.1} {:>9}",
+            "{:<26} {:>8.3} {:>16} {:>16} {:>16} {:>11} {:>20} {:>9.1} {:>9}",
             off["name"].as_str().unwrap_or(""),
             off["per_turn_us"].as_f64().unwrap_or(0.0),
+            cell(thread, "per_turn_us", "ratio_to_off"),
             cell(sub, "per_turn_us", "ratio_to_off"),
             cell(export, "per_turn_us", "ratio_to_off"),
+            format!("{:.2}×", export["ratio_to_thread"].as_f64().unwrap_or(0.0)),
             cell(export, "run_cpu_per_turn_us", "run_cpu_ratio_to_off"),
             export["spans_per_run"].as_f64().unwrap_or(0.0),
             format!("{}–{}", export["load_1m"][0], export["load_1m"][1]),
@@ -298,6 +317,14 @@ fn child(which: &str) {
     };
     let telemetry = match config {
         "off" => None,
+        "thread" => {
+            std::thread::spawn(|| {
+                loop {
+                    std::thread::park();
+                }
+            });
+            None
+        }
         "subscriber" => {
             let subscriber = tracing_subscriber::registry().with(KeepNothing);
             tracing::subscriber::set_global_default(subscriber).expect("no subscriber yet");

@@ -2,7 +2,7 @@
 //! for the SDK's batch processor: an exporter of the program's own, or OTLP over gRPC.
 
 use super::describe::{Kind, Out, Val, describe, room, trace_state};
-use crate::telemetry::{Anchor, Batch, Record, Status, Ticks};
+use crate::telemetry::{Anchor, Batch, Kept, Record, Ticks};
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceFlags, TraceId, TraceState};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
@@ -47,10 +47,10 @@ fn span(batch: &Batch, record: &Record, anchor: &Anchor, state: &TraceState, sco
         dropped_attributes_count: 0,
         events,
         links: SpanLinks::default(),
-        status: match &record.status {
-            Status::Unset => opentelemetry::trace::Status::Unset,
-            Status::Ok => opentelemetry::trace::Status::Ok,
-            Status::Error(description) => opentelemetry::trace::Status::error(description.clone()),
+        status: match record.status {
+            Kept::Unset => opentelemetry::trace::Status::Unset,
+            Kept::Ok => opentelemetry::trace::Status::Ok,
+            Kept::Error(description) => opentelemetry::trace::Status::error(batch.get(description).to_owned()),
         },
         instrumentation_scope: scope.clone(),
     }

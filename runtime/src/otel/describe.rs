@@ -242,7 +242,7 @@ fn tool<'a>(batch: &'a Batch, tool: &ToolBody, out: &mut impl Out) -> Name<'a> {
     if let Some(result) = tool.result {
         out.attr("gen_ai.tool.call.result", Val::Str(batch.get(result)));
     }
-    if let Some(kind) = tool.error_type {
+    if let Some(kind) = tool.outcome.filter(|_| tool.failed) {
         out.attr("error.type", Val::Str(kind));
     }
     out.attr("graphwright.tool.index", int(tool.index));

@@ -8,7 +8,7 @@
 
 use super::describe::{Kind, Out, Tail, Val, decimal, describe, trace_state};
 use super::protobuf::{Writer, delimited_len};
-use crate::telemetry::{Anchor, Batch, Record, Status, Ticks};
+use crate::telemetry::{Anchor, Batch, Kept, Record, Ticks};
 use opentelemetry_sdk::Resource;
 use std::time::UNIX_EPOCH;
 
@@ -121,12 +121,12 @@ fn span(w: &mut Writer, batch: &Batch, record: &Record, anchor: &Anchor, trace_s
     w.uint(6, if kind == Kind::Client { 3 } else { 1 });
     w.fixed64(7, unix_nanos(anchor, record.start));
     w.fixed64(8, unix_nanos(anchor, record.end));
-    w.message(15, |w| match &record.status {
-        Status::Unset => {}
+    w.message(15, |w| match record.status {
+        Kept::Unset => {}
         // `StatusCode`: OK is 1, ERROR 2.
-        Status::Ok => w.uint(3, 1),
-        Status::Error(message) => {
-            w.bytes(2, message.as_bytes());
+        Kept::Ok => w.uint(3, 1),
+        Kept::Error(message) => {
+            w.bytes(2, batch.get(message).as_bytes());
             w.uint(3, 2);
         }
     });
@@ -204,7 +204,7 @@ mod tests {
     use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
     use prost::Message as _;
 
-    fn record(span_id: u64, parent: u64, status: Status, body: Body) -> Record {
+    fn record(span_id: u64, parent: u64, status: Kept, body: Body) -> Record {
         let start = Ticks::now();
         Record { span_id, parent, start, end: Ticks::now(), status, body }
     }
@@ -216,6 +216,7 @@ mod tests {
         let (id, value) = (batch.text("interrupt-1"), batch.text("{\"ask\":\"ok?\"}"));
         let (tool, call, arguments, result) =
             (batch.text("lookup"), batch.text("call-7"), batch.text("{\"key\":\"k\"}"), batch.text("v"));
+        let (said_no, no_entry) = (batch.text("the model said no"), batch.text("no entry"));
         let chat = ChatBody {
             provider: "openai".into(),
             model: "gpt-4o".into(),
@@ -247,11 +248,11 @@ mod tests {
             model_calls: Some(1),
         };
         batch.records = vec![
-            record(11, 10, Status::Unset, Body::Step { step: 3, tasks: 2 }),
+            record(11, 10, Kept::Unset, Body::Step { step: 3, tasks: 2 }),
             record(
                 12,
                 11,
-                Status::Ok,
+                Kept::Ok,
                 Body::Node {
                     graph,
                     node,
@@ -261,24 +262,19 @@ mod tests {
                     mark: NodeMark::Interrupted { at: Ticks::now(), id, value: Some(value) },
                 },
             ),
-            record(
-                13,
-                11,
-                Status::Ok,
-                Body::Node { graph, node, step: 3, task: 0, attempt: 0, mark: NodeMark::Cached },
-            ),
-            record(14, 12, Status::Error("the model said no".into()), Body::Chat(Box::new(chat))),
+            record(13, 11, Kept::Ok, Body::Node { graph, node, step: 3, task: 0, attempt: 0, mark: NodeMark::Cached }),
+            record(14, 12, Kept::Error(said_no), Body::Chat(Box::new(chat))),
             record(
                 15,
                 12,
-                Status::Error("no entry".into()),
+                Kept::Error(no_entry),
                 Body::Tool(ToolBody {
                     name: tool,
                     call_id: call,
                     index: 0,
                     attempts: Some(1),
                     outcome: Some("failed"),
-                    error_type: Some("failed"),
+                    failed: true,
                     arguments: Some(arguments),
                     result: Some(result),
                 }),
@@ -286,10 +282,10 @@ mod tests {
             record(
                 16,
                 10,
-                Status::Unset,
+                Kept::Unset,
                 Body::CheckpointWrite { id: Some(id), step: Some(-1), bytes: 512, writes: 3, batch: 1 },
             ),
-            record(10, 0, Status::Ok, Body::Run(Box::new(run))),
+            record(10, 0, Kept::Ok, Body::Run(Box::new(run))),
         ];
         batch.anchor = Some(Anchor::now());
         batch

@@ -1,6 +1,6 @@
 //! [`OtelMetrics`]: a run's metrics as OpenTelemetry instruments.
 
-use super::tally::ToolTally;
+use super::tool_instruments::ToolInstruments;
 use crate::metrics::{ModelCallEnded, RunEnded, RunMetrics, RunStarted, ToolCallEnded};
 use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider};
 use opentelemetry::{InstrumentationScope, KeyValue};
@@ -26,11 +26,10 @@ const CHAT: &str = "chat";
 /// when the reply then passed the run's budget). A call to a tool that does not exist is
 /// counted under the tool name `unknown` (see [`ToolCallEnded::tool_label`]).
 ///
-/// `graphwright.tool.calls` is an observable counter over counts this value keeps (reported
-/// whenever the meter collects, as a counter's sum is), so that a tool call costs its run one
-/// lookup in the SDK, not two. Make the instruments once and share them, as the example does:
-/// each `OtelMetrics` registers its counter's callback with the meter provider, for as long
-/// as the provider lives.
+/// A tool call is reported through the tool instruments' handles bound to its tool and
+/// outcome (the SDK's bound instruments), made the first time such a call ends, so that it
+/// costs its run no hashing of attributes. Make the instruments once and share them, as the
+/// example does: each `OtelMetrics` keeps its own bound handles.
 ///
 /// ```
 /// use graphwright::otel::OtelMetrics;
@@ -48,9 +47,8 @@ pub struct OtelMetrics {
     runs_started: Counter<u64>,
     runs_ended: Counter<u64>,
     run_duration: Histogram<f64>,
-    /// What `graphwright.tool.calls` reports.
-    tool_calls: Arc<ToolTally>,
-    tool_duration: Histogram<f64>,
+    /// `graphwright.tool.calls` and `graphwright.tool.duration`.
+    tools: Arc<ToolInstruments>,
 }
 
 /// `count` bucket boundaries from `first`, each `factor` times the one before.
@@ -66,14 +64,6 @@ impl OtelMetrics {
         // doubling from 10 ms to 81.92 s.
         let tokens = boundaries(1.0, 4.0, 14);
         let calls = boundaries(0.01, 2.0, 14);
-        let tool_calls = Arc::new(ToolTally::default());
-        let observed = Arc::clone(&tool_calls);
-        meter
-            .u64_observable_counter("graphwright.tool.calls")
-            .with_description("Tool calls run, by tool and outcome")
-            .with_unit("{call}")
-            .with_callback(move |counter| observed.observe(counter))
-            .build();
         Self {
             token_usage: meter
                 .u64_histogram("gen_ai.client.token.usage")
@@ -104,13 +94,19 @@ impl OtelMetrics {
                 // 10 ms to about 22 minutes.
                 .with_boundaries(boundaries(0.01, 2.0, 18))
                 .build(),
-            tool_calls,
-            tool_duration: meter
-                .f64_histogram("graphwright.tool.duration")
-                .with_description("How long tool calls took, retries included")
-                .with_unit("s")
-                .with_boundaries(calls)
-                .build(),
+            tools: Arc::new(ToolInstruments::new(
+                meter
+                    .u64_counter("graphwright.tool.calls")
+                    .with_description("Tool calls run, by tool and outcome")
+                    .with_unit("{call}")
+                    .build(),
+                meter
+                    .f64_histogram("graphwright.tool.duration")
+                    .with_description("How long tool calls took, retries included")
+                    .with_unit("s")
+                    .with_boundaries(calls)
+                    .build(),
+            )),
         }
     }
 
@@ -164,15 +160,7 @@ impl RunMetrics for OtelMetrics {
     }
 
     fn tool_call_ended(&self, call: &ToolCallEnded<'_>) {
-        // Reported for every tool call, on the run's own thread: the name is shared, not
-        // copied, and the attributes stay on the stack.
-        let tool = KeyValue::new("gen_ai.tool.name", self.tool_calls.count(call.tool_label(), call.error));
-        let outcome = KeyValue::new("graphwright.tool.outcome", call.outcome());
-        let duration = call.duration.as_secs_f64();
-        match call.error {
-            None => self.tool_duration.record(duration, &[tool, outcome]),
-            Some(error) => self.tool_duration.record(duration, &[tool, outcome, KeyValue::new("error.type", error)]),
-        }
+        self.tools.record(call.tool_label(), call.error, call.duration.as_secs_f64());
     }
 }
 

@@ -78,6 +78,7 @@ mod describe;
 mod encode;
 mod export;
 mod filter;
+mod inbox;
 pub(crate) mod metrics;
 mod parent;
 mod propagate;
@@ -85,7 +86,7 @@ mod protobuf;
 mod recorder;
 mod sampler;
 mod send;
-mod tally;
+mod tool_instruments;
 
 pub use export::{Otel, OtelError, Protocol, Telemetry, init};
 pub use metrics::{OtelMetrics, global_metrics};

@@ -6,6 +6,7 @@
 
 use super::convert;
 use super::encode::Request;
+use super::inbox::Inbox;
 use super::send::{Batching, HttpConfig, Sender as Http};
 use crate::telemetry::{Batch, Begun, Parent, Recorder, calibrate, trace_id};
 use opentelemetry::InstrumentationScope;
@@ -13,19 +14,13 @@ use opentelemetry::trace::{SpanKind, TraceContextExt, TraceId};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, Sampler, SamplingDecision, ShouldSample, SpanProcessor};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// How long [`Exporting::flush`] waits for the recorder's thread.
 const FLUSH_WAIT: Duration = Duration::from_secs(30);
-
-enum Message {
-    Batch(Batch),
-    /// Send everything now; answer whether all of it (and all since the last flush) arrived.
-    Flush(Sender<Result<(), String>>),
-}
 
 /// Where the recorder's thread sends the runs' spans.
 pub(super) enum Destination {
@@ -39,7 +34,7 @@ pub(super) enum Destination {
 /// Runs' spans, exported.
 pub(super) struct Exporting {
     sampler: Sampler,
-    sender: Mutex<Option<Sender<Message>>>,
+    inbox: Arc<Inbox>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     queue: Arc<Queue>,
 }
@@ -56,32 +51,34 @@ struct Queue {
 impl Exporting {
     /// Starts the recorder's thread, which sends spans to `destination`.
     pub(super) fn start(destination: Destination, sampler: Sampler) -> std::io::Result<Self> {
-        let (sender, receiver) = channel();
-        let max = match &destination {
-            // The batch processor keeps a queue of its own.
-            Destination::Processor(_) => usize::MAX / 2,
-            Destination::Http { batching, .. } => batching.max_queue,
+        let (max, inbox) = match &destination {
+            // The batch processor keeps a queue and a schedule of its own: each batch goes to it
+            // at once.
+            Destination::Processor(_) => (usize::MAX / 2, Inbox::new(1)),
+            // Woken when a request's worth waits; otherwise when the oldest span is due.
+            Destination::Http { batching, .. } => (batching.max_queue, Inbox::new(batching.max_batch)),
         };
         let queue = Arc::new(Queue { waiting: AtomicUsize::new(0), max, warned: AtomicBool::new(false) });
-        let waiting = Arc::clone(&queue);
+        let inbox = Arc::new(inbox);
+        let (waiting, taking) = (Arc::clone(&queue), Arc::clone(&inbox));
         let thread = std::thread::Builder::new().name("graphwright-spans".to_owned()).spawn(move || {
             // Here rather than in the first run recorded, which would wait for it.
             calibrate();
             match destination {
-                Destination::Processor(processor) => convert_all(&receiver, &processor, &waiting),
+                Destination::Processor(processor) => convert_all(&taking, &processor, &waiting),
                 Destination::Http { config, batching, resource } => {
-                    send_all(&receiver, config, batching, Request::new(&resource), &waiting);
+                    send_all(&taking, config, batching, Request::new(&resource), &waiting);
                 }
             }
         })?;
-        Ok(Self { sampler, sender: Mutex::new(Some(sender)), thread: Mutex::new(Some(thread)), queue })
+        Ok(Self { sampler, inbox, thread: Mutex::new(Some(thread)), queue })
     }
 
     /// Waits until every batch recorded so far is sent on (to the receiver, or to the batch
     /// processor); says why not when a request failed since the last flush.
     pub(super) fn flush(&self) -> Result<(), String> {
         let (done, wait) = channel();
-        if !self.send(Message::Flush(done)) {
+        if !self.inbox.flush(done) {
             return Ok(());
         }
         wait.recv_timeout(FLUSH_WAIT)
@@ -90,39 +87,38 @@ impl Exporting {
 
     /// Sends what is left and stops the thread.
     pub(super) fn stop(&self) {
-        drop(self.sender.lock().unwrap_or_else(PoisonError::into_inner).take());
+        self.inbox.close();
         if let Some(thread) = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = thread.join();
         }
     }
-
-    fn send(&self, message: Message) -> bool {
-        let sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
-        sender.as_ref().is_some_and(|s| s.send(message).is_ok())
-    }
 }
 
 /// Hands every batch to `processor` as span data.
-fn convert_all(receiver: &Receiver<Message>, processor: &BatchSpanProcessor, queue: &Queue) {
+fn convert_all(inbox: &Inbox, processor: &BatchSpanProcessor, queue: &Queue) {
     let scope = InstrumentationScope::builder("graphwright").with_version(env!("CARGO_PKG_VERSION")).build();
-    while let Ok(message) = receiver.recv() {
-        match message {
-            Message::Batch(batch) => {
-                for span in convert::spans(&batch, &scope) {
-                    processor.on_end(span);
-                }
-                queue.waiting.fetch_sub(batch.records.len(), Ordering::Relaxed);
+    loop {
+        // Woken by each batch; the timeout only bounds the sleep.
+        let taken = inbox.take(Duration::from_mins(1));
+        for batch in taken.batches {
+            for span in convert::spans(&batch, &scope) {
+                processor.on_end(span);
             }
-            Message::Flush(done) => {
-                let _ = done.send(Ok(()));
-            }
+            queue.waiting.fetch_sub(batch.records.len(), Ordering::Relaxed);
+            batch.recycle();
+        }
+        for done in taken.flushes {
+            let _ = done.send(Ok(()));
+        }
+        if taken.closed {
+            return;
         }
     }
 }
 
 /// Gathers batches into requests and sends them: when a request holds `max_batch` spans, when
 /// its first span has waited `delay`, when asked to flush, and when the recorder stops.
-fn send_all(receiver: &Receiver<Message>, config: HttpConfig, batching: Batching, mut request: Request, queue: &Queue) {
+fn send_all(inbox: &Inbox, config: HttpConfig, batching: Batching, mut request: Request, queue: &Queue) {
     let http = match Http::new(config) {
         Ok(http) => Some(http),
         Err(error) => {
@@ -130,6 +126,7 @@ fn send_all(receiver: &Receiver<Message>, config: HttpConfig, batching: Batching
             None
         }
     };
+    // When the oldest span not yet sent is due.
     let mut due: Option<Instant> = None;
     // Why a request failed since the last flush, for the flush to say.
     let mut failed: Option<String> = None;
@@ -148,32 +145,28 @@ fn send_all(receiver: &Receiver<Message>, config: HttpConfig, batching: Batching
         }
     };
     loop {
-        let message = match due {
-            Some(due) => receiver.recv_timeout(due.saturating_duration_since(Instant::now())),
-            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
-        match message {
-            Ok(Message::Batch(batch)) => {
-                request.add(&batch);
-                due.get_or_insert_with(|| Instant::now() + batching.delay);
-                if request.len() >= batching.max_batch {
-                    send(&mut request, &mut failed);
-                    due = None;
-                }
-            }
-            Ok(Message::Flush(done)) => {
+        let timeout = due.map_or(batching.delay, |due| due.saturating_duration_since(Instant::now()));
+        let taken = inbox.take(timeout);
+        if let Some(since) = taken.since {
+            due = Some(due.map_or(since + batching.delay, |due| due.min(since + batching.delay)));
+        }
+        for batch in taken.batches {
+            request.add(&batch);
+            batch.recycle();
+            if request.len() >= batching.max_batch {
                 send(&mut request, &mut failed);
-                due = None;
-                let _ = done.send(failed.take().map_or(Ok(()), Err));
             }
-            Err(RecvTimeoutError::Timeout) => {
-                send(&mut request, &mut failed);
-                due = None;
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                send(&mut request, &mut failed);
-                return;
-            }
+        }
+        let now_due = due.is_some_and(|due| due <= Instant::now());
+        if request.len() == 0 || now_due || !taken.flushes.is_empty() || taken.closed {
+            send(&mut request, &mut failed);
+            due = None;
+        }
+        for done in taken.flushes {
+            let _ = done.send(failed.take().map_or(Ok(()), Err));
+        }
+        if taken.closed {
+            return;
         }
     }
 }
@@ -217,7 +210,7 @@ impl Recorder for Exporting {
             }
             return;
         }
-        if !self.send(Message::Batch(batch)) {
+        if !self.inbox.put(batch) {
             queue.waiting.fetch_sub(spans, Ordering::Relaxed);
         }
     }
@@ -252,7 +245,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for crate::telemetry::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::{Body, Record, Status, Ticks};
+    use crate::telemetry::{Body, Kept, Record, Ticks};
 
     fn steps(n: usize) -> Batch {
         let mut batch = Batch::new(1, None, (n, 0));
@@ -263,11 +256,91 @@ mod tests {
                 parent: 0,
                 start: at,
                 end: at,
-                status: Status::Ok,
+                status: Kept::Ok,
                 body: Body::Step { step: i, tasks: 1 },
             })
             .collect();
         batch
+    }
+
+    /// A receiver on loopback that answers `200` to every request; how many spans it got, by
+    /// request (from the requests' lengths: each step span here is the same size).
+    fn receiver() -> (String, Arc<Mutex<Vec<usize>>>) {
+        use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&got);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut writer = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                    let mut length = 0;
+                    loop {
+                        let mut header = String::new();
+                        reader.read_line(&mut header).unwrap();
+                        let Some((name, value)) = header.trim_end().split_once(':') else { break };
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    kept.lock().unwrap().push(body.len());
+                    writer.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").unwrap();
+                    line.clear();
+                }
+            }
+        });
+        (url, got)
+    }
+
+    fn exporting(endpoint: String, batching: Batching) -> Exporting {
+        let config = HttpConfig { endpoint, headers: Vec::new(), timeout: Duration::from_secs(5) };
+        let destination = Destination::Http { config, batching, resource: Resource::builder_empty().build() };
+        Exporting::start(destination, Sampler::AlwaysOn).unwrap()
+    }
+
+    /// Waits up to 10 s for the receiver to have got `requests` requests.
+    fn wait_for(got: &Mutex<Vec<usize>>, requests: usize) -> Vec<usize> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while got.lock().unwrap().len() < requests && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        got.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn a_full_request_goes_at_once_and_the_rest_when_due() {
+        let (url, got) = receiver();
+        // A delay too long to reach in the test: what is sent, is sent for being full.
+        let exporting = exporting(url, Batching { max_queue: 1000, max_batch: 4, delay: Duration::from_mins(10) });
+        for _ in 0..3 {
+            exporting.record(steps(1));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(got.lock().unwrap().is_empty(), "three spans of four: nothing sent yet");
+        exporting.record(steps(1));
+        assert_eq!(wait_for(&got, 1).len(), 1, "the fourth span fills a request, sent at once");
+        exporting.record(steps(1));
+        exporting.flush().unwrap();
+        let sent = got.lock().unwrap().clone();
+        assert!(sent.len() == 2 && sent[0] > sent[1], "the flush sends the fifth span alone: {sent:?}");
+        exporting.stop();
+
+        let (url, got) = receiver();
+        let exporting = exporting_with_delay(url);
+        let started = Instant::now();
+        exporting.record(steps(1));
+        assert_eq!(wait_for(&got, 1).len(), 1, "sent when due, without a flush");
+        assert!(started.elapsed() >= Duration::from_millis(100), "not before it was due");
+        exporting.stop();
+    }
+
+    fn exporting_with_delay(url: String) -> Exporting {
+        exporting(url, Batching { max_queue: 1000, max_batch: 100, delay: Duration::from_millis(100) })
     }
 
     #[test]

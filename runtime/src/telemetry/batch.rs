@@ -3,6 +3,35 @@
 
 use super::clock::Anchor;
 use super::record::{Parent, Record, Text};
+use std::sync::{Mutex, PoisonError};
+
+/// The buffers of batches already exported, emptied, for the next batches to record into. A
+/// batch's buffers are made on the run's thread and done with on the export's: freed there,
+/// each free took the lock of the allocator's arena the run's thread allocates from, and the run
+/// waited for it (glibc's `malloc`), several times a run.
+static SPARE: Spare = Spare(Mutex::new(Vec::new()));
+
+/// Emptied buffers of batches, a few.
+struct Spare(Mutex<Vec<(Vec<Record>, String)>>);
+
+impl Spare {
+    /// Enough for the batches of the runs going on at once on a machine's few threads; past
+    /// that, buffers are freed.
+    const KEPT: usize = 8;
+
+    fn take(&self) -> Option<(Vec<Record>, String)> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).pop()
+    }
+
+    fn give(&self, (mut records, mut texts): (Vec<Record>, String)) {
+        records.clear();
+        texts.clear();
+        let mut spare = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < Self::KEPT {
+            spare.push((records, texts));
+        }
+    }
+}
 
 /// The finished spans of one trace (a run and the runs of its subgraphs), handed to the
 /// recorder as a whole.
@@ -20,9 +49,16 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    /// An empty batch with room for `spans` spans and `text` bytes of text.
+    /// An empty batch with room for `spans` spans and `text` bytes of text (or the room of the
+    /// buffers of a batch recycled).
     pub(crate) fn new(trace_id: u128, parent: Option<Parent>, (spans, text): (usize, usize)) -> Self {
-        Self { trace_id, parent, records: Vec::with_capacity(spans), texts: String::with_capacity(text), anchor: None }
+        let (records, texts) = SPARE.take().unwrap_or_else(|| (Vec::with_capacity(spans), String::with_capacity(text)));
+        Self { trace_id, parent, records, texts, anchor: None }
+    }
+
+    /// Done with (exported): its buffers, emptied, kept for a batch to come.
+    pub(crate) fn recycle(self) {
+        SPARE.give((self.records, self.texts));
     }
 
     /// Keeps `text` in the batch.
@@ -65,5 +101,29 @@ mod tests {
         let b = batch.text("call-7 ✓");
         assert_eq!((batch.get(a), batch.get(empty), batch.get(b)), ("lookup", "", "call-7 ✓"));
         assert_eq!(batch.size(), (0, "lookupcall-7 ✓".len()));
+    }
+
+    #[test]
+    fn spare_buffers_come_back_empty_and_only_a_few_are_kept() {
+        let spare = Spare(Mutex::new(Vec::new()));
+        let mut records = Vec::with_capacity(4);
+        records.push(Record {
+            span_id: 1,
+            parent: 0,
+            start: super::super::clock::Ticks::now(),
+            end: super::super::clock::Ticks::now(),
+            status: super::super::record::Kept::Ok,
+            body: super::super::record::Body::Step { step: 0, tasks: 1 },
+        });
+        let mut texts = String::with_capacity(64);
+        texts.push_str("lookup");
+        spare.give((records, texts));
+        let (records, texts) = spare.take().expect("kept");
+        assert!(records.is_empty() && texts.is_empty());
+        assert!(records.capacity() >= 4 && texts.capacity() >= 64, "with their room");
+        for _ in 0..Spare::KEPT + 3 {
+            spare.give((Vec::new(), String::new()));
+        }
+        assert_eq!(spare.0.lock().unwrap().len(), Spare::KEPT);
     }
 }

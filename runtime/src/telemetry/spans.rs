@@ -4,7 +4,7 @@
 use super::batch::Batch;
 use super::clock::{Anchor, Ticks};
 use super::current::{Current, current};
-use super::record::{Body, Record, Status};
+use super::record::{Body, Kept, Record, Status};
 use super::recorder::{Recorder, RecorderHandle};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -124,6 +124,11 @@ impl RunTrace {
         let Open { span_id, parent, start } = open;
         let full = {
             let mut batch = self.shared.batch.lock().unwrap_or_else(PoisonError::into_inner);
+            let status = match status {
+                Status::Unset => Kept::Unset,
+                Status::Ok => Kept::Ok,
+                Status::Error(message) => Kept::Error(batch.text(&message)),
+            };
             let body = body(&mut batch);
             batch.records.push(Record { span_id, parent, start, end, status, body });
             let (spans, text) = batch.size();

@@ -113,7 +113,8 @@ struct RecordedCall {
 struct Ended {
     attempts: Option<u32>,
     outcome: Option<&'static str>,
-    error: Option<(&'static str, String)>,
+    /// The error's message, when the call failed.
+    error: Option<String>,
     result: Option<String>,
 }
 
@@ -165,7 +166,7 @@ impl ToolSpan {
             }
             Err(error) => {
                 ended.outcome = Some(error.kind());
-                ended.error = Some((error.kind(), error.to_string()));
+                ended.error = Some(error.to_string());
             }
         }
     }
@@ -183,10 +184,11 @@ impl ToolSpan {
     pub(super) fn end(self, call: &ToolCall) {
         let Some(r) = self.recorded else { return };
         let ended = r.ended.into_inner().unwrap_or_else(PoisonError::into_inner);
-        let (status, error_type) = match ended.error {
-            Some((kind, description)) => (Status::Error(description), Some(kind)),
-            None if ended.outcome == Some("ok") => (Status::Ok, None),
-            None => (Status::Unset, None),
+        let failed = ended.error.is_some();
+        let status = match ended.error {
+            Some(description) => Status::Error(description),
+            None if ended.outcome == Some("ok") => Status::Ok,
+            None => Status::Unset,
         };
         r.trace.close(r.open, status, |batch| {
             Body::Tool(ToolBody {
@@ -195,7 +197,7 @@ impl ToolSpan {
                 index: r.index,
                 attempts: ended.attempts,
                 outcome: ended.outcome,
-                error_type,
+                failed,
                 arguments: r.arguments.as_deref().map(|text| batch.text(text)),
                 result: ended.result.as_deref().map(|text| batch.text(text)),
             })
