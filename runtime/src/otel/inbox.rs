@@ -124,30 +124,13 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::{Body, Kept, Record, Ticks};
     use std::sync::Arc;
-
-    fn batch(spans: u64) -> Batch {
-        let mut batch = Batch::new(1, None, (0, 0));
-        let at = Ticks::now();
-        batch.records = (1..=spans)
-            .map(|i| Record {
-                span_id: i,
-                parent: 0,
-                start: at,
-                end: at,
-                status: Kept::Ok,
-                body: Body::Step { step: i, tasks: 1 },
-            })
-            .collect();
-        batch
-    }
 
     #[test]
     fn the_thread_sleeps_through_batches_until_enough_spans_wait() {
         let inbox = Arc::new(Inbox::new(10));
-        assert!(inbox.put(batch(4)));
-        assert!(inbox.put(batch(4)));
+        assert!(inbox.put(Batch::of_steps(4)));
+        assert!(inbox.put(Batch::of_steps(4)));
         let started = Instant::now();
         let taken = inbox.take(Duration::from_millis(200));
         assert!(started.elapsed() >= Duration::from_millis(200), "8 spans of 10 do not wake it");
@@ -156,8 +139,8 @@ mod tests {
 
         let waiting = Arc::clone(&inbox);
         let thread = std::thread::spawn(move || waiting.take(Duration::from_mins(1)));
-        assert!(inbox.put(batch(6)));
-        assert!(inbox.put(batch(4)));
+        assert!(inbox.put(Batch::of_steps(6)));
+        assert!(inbox.put(Batch::of_steps(4)));
         let taken = thread.join().unwrap();
         let spans: usize = taken.batches.iter().map(|b| b.records.len()).sum();
         assert_eq!(spans, 10, "woken by the batch that made 10");
@@ -166,7 +149,7 @@ mod tests {
     #[test]
     fn a_flush_and_the_end_wake_the_thread_and_nothing_is_taken_after_the_end() {
         let inbox = Arc::new(Inbox::new(1000));
-        assert!(inbox.put(batch(1)));
+        assert!(inbox.put(Batch::of_steps(1)));
         let (done, _answer) = std::sync::mpsc::channel();
         assert!(inbox.flush(done));
         let taken = inbox.take(Duration::from_mins(1));
@@ -175,7 +158,7 @@ mod tests {
         inbox.close();
         let taken = inbox.take(Duration::from_mins(1));
         assert!(taken.closed && taken.batches.is_empty());
-        assert!(!inbox.put(batch(1)), "refused after the end");
+        assert!(!inbox.put(Batch::of_steps(1)), "refused after the end");
         let (done, _answer) = std::sync::mpsc::channel();
         assert!(!inbox.flush(done));
     }

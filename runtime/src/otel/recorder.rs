@@ -245,26 +245,10 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for crate::telemetry::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::{Body, Kept, Record, Ticks};
 
-    fn steps(n: usize) -> Batch {
-        let mut batch = Batch::new(1, None, (n, 0));
-        let at = Ticks::now();
-        batch.records = (1..=n as u64)
-            .map(|i| Record {
-                span_id: i,
-                parent: 0,
-                start: at,
-                end: at,
-                status: Kept::Ok,
-                body: Body::Step { step: i, tasks: 1 },
-            })
-            .collect();
-        batch
-    }
-
-    /// A receiver on loopback that answers `200` to every request; how many spans it got, by
-    /// request (from the requests' lengths: each step span here is the same size).
+    /// A receiver on loopback that answers `200` to every request; the length of each request's
+    /// body, in the order they came (the step spans here are all of a size, so a longer request
+    /// carries more of them).
     fn receiver() -> (String, Arc<Mutex<Vec<usize>>>) {
         use std::io::{BufRead as _, BufReader, Read as _, Write as _};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -318,13 +302,13 @@ mod tests {
         // A delay too long to reach in the test: what is sent, is sent for being full.
         let exporting = exporting(url, Batching { max_queue: 1000, max_batch: 4, delay: Duration::from_mins(10) });
         for _ in 0..3 {
-            exporting.record(steps(1));
+            exporting.record(Batch::of_steps(1));
         }
         std::thread::sleep(Duration::from_millis(200));
         assert!(got.lock().unwrap().is_empty(), "three spans of four: nothing sent yet");
-        exporting.record(steps(1));
+        exporting.record(Batch::of_steps(1));
         assert_eq!(wait_for(&got, 1).len(), 1, "the fourth span fills a request, sent at once");
-        exporting.record(steps(1));
+        exporting.record(Batch::of_steps(1));
         exporting.flush().unwrap();
         let sent = got.lock().unwrap().clone();
         assert!(sent.len() == 2 && sent[0] > sent[1], "the flush sends the fifth span alone: {sent:?}");
@@ -333,7 +317,7 @@ mod tests {
         let (url, got) = receiver();
         let exporting = exporting_with_delay(url);
         let started = Instant::now();
-        exporting.record(steps(1));
+        exporting.record(Batch::of_steps(1));
         assert_eq!(wait_for(&got, 1).len(), 1, "sent when due, without a flush");
         assert!(started.elapsed() >= Duration::from_millis(100), "not before it was due");
         exporting.stop();
@@ -356,8 +340,8 @@ mod tests {
         let destination = Destination::Http { config, batching, resource: Resource::builder_empty().build() };
         let exporting = Exporting::start(destination, Sampler::AlwaysOn).unwrap();
 
-        exporting.record(steps(2));
-        exporting.record(steps(2));
+        exporting.record(Batch::of_steps(2));
+        exporting.record(Batch::of_steps(2));
         assert_eq!(exporting.queue.waiting.load(Ordering::Relaxed), 2, "the second batch would pass the queue's 3");
         assert!(exporting.queue.warned.load(Ordering::Relaxed), "the drop is said");
 
@@ -368,7 +352,7 @@ mod tests {
             0,
             "sent, if not received: the queue has room again"
         );
-        exporting.record(steps(3));
+        exporting.record(Batch::of_steps(3));
         assert_eq!(exporting.queue.waiting.load(Ordering::Relaxed), 3);
         assert!(exporting.flush().is_err(), "each flush says what failed since the last");
         exporting.stop();

@@ -90,6 +90,28 @@ impl Batch {
 }
 
 #[cfg(test)]
+impl Batch {
+    /// A batch of `n` finished step spans, for tests of what carries batches.
+    pub(crate) fn of_steps(n: u64) -> Self {
+        use super::clock::Ticks;
+        use super::record::{Body, Kept};
+        let mut batch = Self::new(1, None, (0, 0));
+        let at = Ticks::now();
+        batch.records = (1..=n)
+            .map(|i| Record {
+                span_id: i,
+                parent: 0,
+                start: at,
+                end: at,
+                status: Kept::Ok,
+                body: Body::Step { step: i, tasks: 1 },
+            })
+            .collect();
+        batch
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -106,21 +128,12 @@ mod tests {
     #[test]
     fn spare_buffers_come_back_empty_and_only_a_few_are_kept() {
         let spare = Spare(Mutex::new(Vec::new()));
-        let mut records = Vec::with_capacity(4);
-        records.push(Record {
-            span_id: 1,
-            parent: 0,
-            start: super::super::clock::Ticks::now(),
-            end: super::super::clock::Ticks::now(),
-            status: super::super::record::Kept::Ok,
-            body: super::super::record::Body::Step { step: 0, tasks: 1 },
-        });
-        let mut texts = String::with_capacity(64);
-        texts.push_str("lookup");
-        spare.give((records, texts));
+        let mut batch = Batch::of_steps(4);
+        batch.text("lookup");
+        spare.give((batch.records, batch.texts));
         let (records, texts) = spare.take().expect("kept");
         assert!(records.is_empty() && texts.is_empty());
-        assert!(records.capacity() >= 4 && texts.capacity() >= 64, "with their room");
+        assert!(records.capacity() >= 4 && texts.capacity() >= 6, "with their room");
         for _ in 0..Spare::KEPT + 3 {
             spare.give((Vec::new(), String::new()));
         }
