@@ -5,7 +5,7 @@
 //! machines agents run on, an interrupt sent to another CPU: 7 µs measured on the machine of
 //! BENCHMARKS.md, a run's thread paying it for every batch (two or three a run of the `ReAct`
 //! loops, whose turns take 4–6 µs). Between wakes the thread sleeps until its oldest span is
-//! due.
+//! due; and a thread at work is not woken at all, since it looks before it sleeps again.
 
 use crate::telemetry::Batch;
 use std::sync::mpsc::Sender;
@@ -33,6 +33,9 @@ struct State {
     flushes: Vec<FlushDone>,
     /// Whether the thread was woken and has not yet taken what woke it.
     woken: bool,
+    /// Whether the thread waits: only then does waking it take a call to the kernel (a thread
+    /// at work sees `woken` before it waits again).
+    sleeping: bool,
     closed: bool,
 }
 
@@ -65,11 +68,8 @@ impl Inbox {
         }
         state.spans += batch.records.len();
         state.batches.push(batch);
-        let wake = state.spans >= self.wake_at && !state.woken;
-        state.woken |= wake;
-        drop(state);
-        if wake {
-            self.ready.notify_one();
+        if state.spans >= self.wake_at && !state.woken {
+            self.wake(state);
         }
         true
     }
@@ -95,11 +95,13 @@ impl Inbox {
 
     /// Waits until woken, or for `timeout`, and takes what waits.
     pub(super) fn take(&self, timeout: Duration) -> Taken {
-        let state = self.lock();
+        let mut state = self.lock();
+        state.sleeping = true;
         let (mut state, _) = self
             .ready
             .wait_timeout_while(state, timeout, |state| !state.woken && !state.closed)
             .unwrap_or_else(PoisonError::into_inner);
+        state.sleeping = false;
         state.woken = false;
         state.spans = 0;
         Taken {
@@ -112,8 +114,11 @@ impl Inbox {
 
     fn wake(&self, mut state: MutexGuard<'_, State>) {
         state.woken = true;
+        let sleeping = state.sleeping;
         drop(state);
-        self.ready.notify_one();
+        if sleeping {
+            self.ready.notify_one();
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -144,6 +149,17 @@ mod tests {
         let taken = thread.join().unwrap();
         let spans: usize = taken.batches.iter().map(|b| b.records.len()).sum();
         assert_eq!(spans, 10, "woken by the batch that made 10");
+    }
+
+    #[test]
+    fn a_wake_while_the_thread_works_is_kept_for_its_next_wait() {
+        let inbox = Inbox::new(10);
+        // Nobody waits: no call to wake anyone, but the next wait ends at once.
+        assert!(inbox.put(Batch::of_steps(10)));
+        let started = Instant::now();
+        let taken = inbox.take(Duration::from_mins(1));
+        assert!(started.elapsed() < Duration::from_secs(30), "not waited for");
+        assert_eq!(taken.batches.len(), 1);
     }
 
     #[test]
