@@ -10,7 +10,6 @@ use super::describe::{Kind, Out, Tail, Val, decimal, describe, trace_state};
 use super::protobuf::{Writer, delimited_len};
 use crate::telemetry::{Anchor, Batch, Kept, Record, Ticks};
 use opentelemetry_sdk::Resource;
-use std::time::UNIX_EPOCH;
 
 /// `Span.flags`: the W3C trace flags' sampled bit, and that whether the parent is remote is known.
 const SAMPLED: u32 = 0x01;
@@ -119,8 +118,8 @@ fn span(w: &mut Writer, batch: &Batch, record: &Record, anchor: &Anchor, trace_s
     }
     // `SpanKind`: INTERNAL is 1, CLIENT 3.
     w.uint(6, if kind == Kind::Client { 3 } else { 1 });
-    w.fixed64(7, unix_nanos(anchor, record.start));
-    w.fixed64(8, unix_nanos(anchor, record.end));
+    w.fixed64(7, anchor.unix_nanos(record.start));
+    w.fixed64(8, anchor.unix_nanos(record.end));
     w.message(15, |w| match record.status {
         Kept::Unset => {}
         // `StatusCode`: OK is 1, ERROR 2.
@@ -130,11 +129,6 @@ fn span(w: &mut Writer, batch: &Batch, record: &Record, anchor: &Anchor, trace_s
             w.uint(3, 2);
         }
     });
-}
-
-/// `at` as nanoseconds since the Unix epoch (0 before it, as the SDK's conversion has it).
-fn unix_nanos(anchor: &Anchor, at: Ticks) -> u64 {
-    anchor.wall(at).duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// A span's attributes and events, written into its message as they come (protobuf lets a
@@ -162,7 +156,7 @@ impl Out for Fields<'_> {
     }
 
     fn event(&mut self, name: &'static str, at: Ticks, attributes: &[(&'static str, Val<'_>)]) {
-        let time = unix_nanos(self.anchor, at);
+        let time = self.anchor.unix_nanos(at);
         self.w.message(11, |w| {
             w.fixed64(1, time);
             w.bytes(2, name.as_bytes());

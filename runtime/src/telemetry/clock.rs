@@ -32,12 +32,28 @@ impl Ticks {
 pub(crate) struct Anchor {
     ticks: Ticks,
     wall: SystemTime,
+    /// `wall` in nanoseconds since the Unix epoch (0 before it), as OTLP writes times.
+    unix_nanos: u64,
 }
 
 impl Anchor {
     /// Now, in both clocks.
     pub(crate) fn now() -> Self {
-        Self { ticks: Ticks::now(), wall: SystemTime::now() }
+        let (ticks, wall) = (Ticks::now(), SystemTime::now());
+        let unix_nanos = wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX));
+        Self { ticks, wall, unix_nanos }
+    }
+
+    /// The wall time of `at` in nanoseconds since the Unix epoch (0 before it): as [`wall`](Self::wall)
+    /// gives it, in integers alone (the export's thread reckons two for every span).
+    pub(crate) fn unix_nanos(&self, at: Ticks) -> u64 {
+        if at.0 <= self.ticks.0 {
+            self.unix_nanos.saturating_sub(CLOCK.delta_as_nanos(at.0, self.ticks.0))
+        } else {
+            self.unix_nanos.saturating_add(CLOCK.delta_as_nanos(self.ticks.0, at.0))
+        }
     }
 
     /// The wall time of `at`, a moment before or after the anchor.
@@ -66,5 +82,9 @@ mod tests {
         let slack = Duration::from_millis(50);
         assert!(early_wall + slack >= before && early_wall <= before + slack, "{early_wall:?} vs {before:?}");
         assert!(late_wall >= early_wall + Duration::from_millis(200) - slack, "{late_wall:?} vs {early_wall:?}");
+        let nanos = |wall: SystemTime| wall.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+        assert_eq!(anchor.unix_nanos(early), nanos(early_wall), "the same moment in both forms");
+        let late = Ticks::now();
+        assert_eq!(anchor.unix_nanos(late), nanos(anchor.wall(late)));
     }
 }
