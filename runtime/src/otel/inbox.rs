@@ -1,10 +1,10 @@
 //! [`Inbox`]: where runs leave their batches for the export's thread, which is woken only when
 //! enough spans wait, for a flush or for the end, rather than for every batch.
 //!
-//! Waking a thread that sleeps costs the thread that wakes it a system call and, on the virtual
-//! machines agents run on, an interrupt sent to another CPU: 7 µs measured on the machine of
-//! BENCHMARKS.md, a run's thread paying it for every batch (two or three a run of the `ReAct`
-//! loops, whose turns take 4–6 µs). Between wakes the thread sleeps until its oldest span is
+//! Waking a thread that sleeps costs the thread that wakes it a system call and, on a virtual
+//! machine, an interrupt sent to another CPU: 7 µs measured on the machine of BENCHMARKS.md, a
+//! run's thread paying it for every batch (two or three a run of the `ReAct` loops, whose turns
+//! take 4–6 µs). Between wakes the thread sleeps until its oldest span is
 //! due; and a thread at work is not woken at all, since it looks before it sleeps again.
 
 use crate::telemetry::Batch;

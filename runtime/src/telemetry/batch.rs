@@ -18,12 +18,18 @@ impl Spare {
     /// Enough for the batches of the runs going on at once on a machine's few threads; past
     /// that, buffers are freed.
     const KEPT: usize = 8;
+    /// Buffers grown past these (a batch that kept a very long text) are freed, not kept.
+    const MAX_RECORDS: usize = 1024;
+    const MAX_TEXT: usize = 64 << 10;
 
     fn take(&self) -> Option<(Vec<Record>, String)> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).pop()
     }
 
     fn give(&self, (mut records, mut texts): (Vec<Record>, String)) {
+        if records.capacity() > Self::MAX_RECORDS || texts.capacity() > Self::MAX_TEXT {
+            return;
+        }
         records.clear();
         texts.clear();
         let mut spare = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -134,6 +140,8 @@ mod tests {
         let (records, texts) = spare.take().expect("kept");
         assert!(records.is_empty() && texts.is_empty());
         assert!(records.capacity() >= 4 && texts.capacity() >= 6, "with their room");
+        spare.give((Vec::new(), String::with_capacity(Spare::MAX_TEXT + 1)));
+        assert!(spare.take().is_none(), "a grown buffer is freed");
         for _ in 0..Spare::KEPT + 3 {
             spare.give((Vec::new(), String::new()));
         }
