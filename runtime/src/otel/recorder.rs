@@ -147,8 +147,9 @@ fn send_all(inbox: &Inbox, config: HttpConfig, batching: Batching, mut request: 
     loop {
         let timeout = due.map_or(batching.delay, |due| due.saturating_duration_since(Instant::now()));
         let taken = inbox.take(timeout);
+        // A due time already set is that of spans which came before these.
         if let Some(since) = taken.since {
-            due = Some(due.map_or(since + batching.delay, |due| due.min(since + batching.delay)));
+            due.get_or_insert(since + batching.delay);
         }
         for batch in taken.batches {
             request.add(&batch);

@@ -3,7 +3,7 @@
 //! the run.
 
 use std::sync::LazyLock;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Calibrated once per process: when export starts (see [`calibrate`]), or else the first time
 /// a span is timed.
@@ -31,8 +31,8 @@ impl Ticks {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Anchor {
     ticks: Ticks,
-    wall: SystemTime,
-    /// `wall` in nanoseconds since the Unix epoch (0 before it), as OTLP writes times.
+    /// The wall time read with `ticks`, in nanoseconds since the Unix epoch (0 before it), as
+    /// OTLP writes times.
     unix_nanos: u64,
 }
 
@@ -40,14 +40,13 @@ impl Anchor {
     /// Now, in both clocks.
     pub(crate) fn now() -> Self {
         let (ticks, wall) = (Ticks::now(), SystemTime::now());
-        let unix_nanos = wall
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX));
-        Self { ticks, wall, unix_nanos }
+        let unix_nanos =
+            wall.duration_since(UNIX_EPOCH).map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX));
+        Self { ticks, unix_nanos }
     }
 
-    /// The wall time of `at` in nanoseconds since the Unix epoch (0 before it): as [`wall`](Self::wall)
-    /// gives it, in integers alone (the export's thread reckons two for every span).
+    /// The wall time of `at`, a moment before or after the anchor, in nanoseconds since the
+    /// Unix epoch: in integers alone (the export's thread reckons two for every span).
     pub(crate) fn unix_nanos(&self, at: Ticks) -> u64 {
         if at.0 <= self.ticks.0 {
             self.unix_nanos.saturating_sub(CLOCK.delta_as_nanos(at.0, self.ticks.0))
@@ -58,11 +57,7 @@ impl Anchor {
 
     /// The wall time of `at`, a moment before or after the anchor.
     pub(crate) fn wall(&self, at: Ticks) -> SystemTime {
-        if at.0 <= self.ticks.0 {
-            self.wall - Duration::from_nanos(CLOCK.delta_as_nanos(at.0, self.ticks.0))
-        } else {
-            self.wall + Duration::from_nanos(CLOCK.delta_as_nanos(self.ticks.0, at.0))
-        }
+        UNIX_EPOCH + Duration::from_nanos(self.unix_nanos(at))
     }
 }
 
@@ -82,7 +77,7 @@ mod tests {
         let slack = Duration::from_millis(50);
         assert!(early_wall + slack >= before && early_wall <= before + slack, "{early_wall:?} vs {before:?}");
         assert!(late_wall >= early_wall + Duration::from_millis(200) - slack, "{late_wall:?} vs {early_wall:?}");
-        let nanos = |wall: SystemTime| wall.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+        let nanos = |wall: SystemTime| wall.duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
         assert_eq!(anchor.unix_nanos(early), nanos(early_wall), "the same moment in both forms");
         let late = Ticks::now();
         assert_eq!(anchor.unix_nanos(late), nanos(anchor.wall(late)));
