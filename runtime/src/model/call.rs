@@ -40,10 +40,10 @@ pub(crate) async fn respond<M: Generate + ?Sized>(
     let stream = settings.streaming.unwrap_or(watched);
     let message_id = crate::message::fresh_id();
     let mut span = super::span::CallSpan::open(model.provider(), model.model(), settings, &scope);
-    // The hash (a canonical JSON of the whole prompt through SHA-256: most of an agent's own
-    // time per call) is made for its readers only: the log, an export, or a subscriber that
-    // reads the span's fields, which makes it as it formats the field (one that keeps no fields
-    // never does).
+    // The hash (a canonical JSON of the prompt through SHA-256, the conversation's earlier
+    // messages picked up where this thread hashed them last) is made for its readers only: the
+    // log, an export, or a subscriber that reads the span's fields, which makes it as it formats
+    // the field (one that keeps no fields never does).
     let hash = (scope.log.is_some() || span.is_recorded()).then(|| prompt_hash(model.model(), messages, settings));
     if let Some(hash) = &hash {
         span.record_hash(hash);
