@@ -315,6 +315,8 @@ fn child(which: &str) {
         eprintln!("no workload named {name}");
         std::process::exit(2);
     };
+    // How long export took to be ready, from its setup.
+    let mut ready = None;
     let telemetry = match config {
         "off" => None,
         "thread" => {
@@ -332,9 +334,15 @@ fn child(which: &str) {
         }
         "export" => {
             let url = std::env::var(SINK_ENV).expect("the receiver's URL");
+            let started = Instant::now();
             let telemetry = Otel::from_env().endpoint(url).build().expect("export sets up");
             let subscriber = tracing_subscriber::registry().with(telemetry.layer());
             tracing::subscriber::set_global_default(subscriber).expect("no subscriber yet");
+            // Untimed: the export's thread readies itself (the clock's calibration, the HTTP
+            // client's root certificates) once per process; a flush returns when it is ready,
+            // so the runs measured are a process's steady state, and the start is reported apart.
+            telemetry.flush().expect("nothing to send yet");
+            ready = Some(started.elapsed());
             Some(telemetry)
         }
         other => {
@@ -343,6 +351,9 @@ fn child(which: &str) {
         }
     };
     let mut line = (workload.run)(&Plan { warmup: workload.warmup, runs: workload.runs });
+    if let Some(ready) = ready {
+        line["export_ready_ms"] = (ready.as_secs_f64() * 1e3).into();
+    }
     if let Some(telemetry) = telemetry {
         // Untimed: what is still queued goes out before the receiver's counts are read.
         if let Err(e) = telemetry.flush() {

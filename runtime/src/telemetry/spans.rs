@@ -10,9 +10,10 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
-/// A batch is sent on, mid-run, once it holds this many spans or this many bytes of text: small
-/// enough that its memory comes from the allocator's free lists (a batch grown large would be
-/// fresh pages, faulted in, for every run), large enough that sending it costs nothing per span.
+/// A batch is handed on, mid-run, once it holds this many spans or this many bytes of text:
+/// small enough that the buffers a run records into stay in its core's cache and those handed on
+/// come from the allocator's free lists (grown large, they would be fresh pages, faulted in, for
+/// every run), large enough that handing them on costs nothing per span.
 const BATCH_SPANS: usize = 256;
 const BATCH_TEXT: usize = 16 << 10;
 
@@ -55,10 +56,13 @@ static LIVE: LazyLock<Mutex<HashMap<u128, Weak<Shared>>>> = LazyLock::new(Mutex:
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
-        if live.get(&self.trace_id).is_some_and(|w| w.strong_count() == 0) {
-            live.remove(&self.trace_id);
+        {
+            let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+            if live.get(&self.trace_id).is_some_and(|w| w.strong_count() == 0) {
+                live.remove(&self.trace_id);
+            }
         }
+        self.batch.get_mut().unwrap_or_else(PoisonError::into_inner).park();
     }
 }
 
@@ -132,10 +136,7 @@ impl RunTrace {
             let body = body(&mut batch);
             batch.records.push(Record { span_id, parent, start, end, status, body });
             let (spans, text) = batch.size();
-            (spans >= BATCH_SPANS || text >= BATCH_TEXT).then(|| {
-                let next = batch.successor();
-                std::mem::replace(&mut *batch, next)
-            })
+            (spans >= BATCH_SPANS || text >= BATCH_TEXT).then(|| batch.hand_off())
         };
         if let Some(full) = full {
             self.send(full);
@@ -149,8 +150,7 @@ impl RunTrace {
             if batch.records.is_empty() {
                 return;
             }
-            let next = batch.successor();
-            std::mem::replace(&mut *batch, next)
+            batch.hand_off()
         };
         self.send(batch);
     }
