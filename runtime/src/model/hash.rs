@@ -1,15 +1,9 @@
 //! The prompt hash: one fingerprint per distinct prompt, computed in one place.
 
 use super::ModelSettings;
-use crate::message::{Message, Role};
-use serde::Serialize;
-use serde_json::Value;
-use sha2::{Digest, Sha256};
+use crate::message::Message;
 
-/// The version of the canonical payload; bumped whenever what goes into the hash changes, so
-/// hashes of different versions never compare equal by accident.
-const VERSION: u32 = 1;
-
+mod payload;
 mod prefixes;
 
 /// The hash of a prompt: `v1:` and the SHA-256, in hex, of a canonical JSON payload of the
@@ -39,70 +33,11 @@ pub fn prompt_hash(model: &str, messages: &[Message], settings: &ModelSettings) 
     // The conversation's earlier prompts are picked up where this thread left them (see
     // `prefixes`): an agent's every call sends the whole conversation again, so hashing each from
     // the start made a run's hashing grow with the square of its length.
-    let mut hashing = prefixes::through(settings.max_tokens, messages);
-    hashing.tail(model, settings);
-    let digest = hashing.sha.finalize();
+    let digest = prefixes::through(settings.max_tokens, messages).finish(model, settings);
     let mut out = String::with_capacity(3 + 2 * digest.len());
     out.push_str("v1:");
     push_hex(&mut out, &digest);
     out
-}
-
-/// The canonical payload on its way into the hash: a JSON object of sorted keys, written field
-/// by field so that hashing can stop after any message and go on later. The bytes are those of
-/// version 1, which serialized the whole payload as one struct (a test holds them equal).
-#[derive(Clone)]
-struct Hashing {
-    sha: Sha256,
-    /// How many of the conversation's messages are in.
-    messages: usize,
-    /// How many bytes of messages are in.
-    bytes: usize,
-}
-
-impl Hashing {
-    /// The payload up to its first message.
-    fn head(max_tokens: Option<u32>) -> Self {
-        let mut hashing = Self { sha: Sha256::new(), messages: 0, bytes: 0 };
-        hashing.sha.update(b"{\"max_tokens\":");
-        hashing.json(&max_tokens);
-        hashing.sha.update(b",\"messages\":[");
-        hashing
-    }
-
-    /// The conversation's next message.
-    fn message(&mut self, message: &Message) {
-        if self.messages > 0 {
-            self.sha.update(b",");
-        }
-        self.bytes += self.json(&Prompted::of(message));
-        self.messages += 1;
-    }
-
-    /// The payload after its messages.
-    fn tail(&mut self, model: &str, settings: &ModelSettings) {
-        self.sha.update(b"],\"model\":");
-        self.json(model);
-        self.sha.update(b",\"response_format\":");
-        self.json(&settings.response_format.as_ref().map(|f| (f.name.as_str(), &f.schema)));
-        self.sha.update(b",\"temperature\":");
-        self.json(&settings.temperature);
-        self.sha.update(b",\"tools\":");
-        let tools: Vec<_> =
-            settings.tools.iter().map(|t| (t.name.as_str(), t.description.as_str(), &t.parameters)).collect();
-        self.json(&tools);
-        self.sha.update(b",\"v\":");
-        self.json(&VERSION);
-        self.sha.update(b"}");
-    }
-
-    /// `value` as compact JSON; how many bytes it took.
-    fn json(&mut self, value: &(impl Serialize + ?Sized)) -> usize {
-        let mut writer = Feed { sha: &mut self.sha, written: 0 };
-        // Writing into a hasher cannot fail, and every value here serializes.
-        let _ = serde_json::to_writer(&mut writer, value);
-        writer.written
-    }
 }
 
 /// Appends `bytes` to `out` in lower-case hex.
@@ -114,83 +49,14 @@ pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
-/// What of a message goes into the hash (not its id).
-#[derive(Serialize)]
-struct Prompted<'a> {
-    content: &'a str,
-    is_error: bool,
-    name: &'a Option<String>,
-    role: Role,
-    tool_call_id: &'a Option<String>,
-    tool_calls: Vec<(&'a str, &'a str, &'a Value)>,
-}
-
-impl<'a> Prompted<'a> {
-    fn of(m: &'a Message) -> Self {
-        Self {
-            content: &m.content,
-            is_error: m.is_error,
-            name: &m.name,
-            role: m.role,
-            tool_call_id: &m.tool_call_id,
-            tool_calls: m.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), &c.arguments)).collect(),
-        }
-    }
-
-    /// Whether `a` and `b` hash the same: the fields `of` takes, equal, and arguments' keys in
-    /// the same order (a map equal to another in another order is written otherwise).
-    fn same(a: &Message, b: &Message) -> bool {
-        a.content == b.content
-            && a.is_error == b.is_error
-            && a.name == b.name
-            && a.role == b.role
-            && a.tool_call_id == b.tool_call_id
-            && a.tool_calls.len() == b.tool_calls.len()
-            && a.tool_calls
-                .iter()
-                .zip(&b.tool_calls)
-                .all(|(a, b)| a.id == b.id && a.name == b.name && written_alike(&a.arguments, &b.arguments))
-    }
-}
-
-/// Whether `a` and `b` are written as the same JSON.
-fn written_alike(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| written_alike(a, b)),
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|((ka, a), (kb, b))| ka == kb && written_alike(a, b))
-        }
-        // `0.0` and `-0.0` are equal numbers, written apart.
-        (Value::Number(a), Value::Number(b)) => a == b && a.as_f64().map(f64::to_bits) == b.as_f64().map(f64::to_bits),
-        _ => a == b,
-    }
-}
-
-/// An `io::Write` that feeds a SHA-256 and counts what it fed.
-struct Feed<'a> {
-    sha: &'a mut Sha256,
-    written: usize,
-}
-
-impl std::io::Write for Feed<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.sha.update(bytes);
-        self.written += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
+    use crate::message::{Role, ToolCall};
     use crate::model::{ResponseFormat, ToolSpec};
+    use serde_json::Value;
     use serde_json::json;
-    use sha2::Digest;
+    use sha2::{Digest, Sha256};
 
     /// The payload as version 1 defined it: a JSON object with sorted keys, built as a value.
     fn as_value(model: &str, messages: &[Message], settings: &ModelSettings) -> String {

@@ -5,7 +5,7 @@
 //! writing them as JSON into SHA-256), so a prompt hashes the same whether it was picked up or
 //! hashed from its start.
 
-use super::{Hashing, Prompted};
+use super::payload::{Hashing, Prompted};
 use crate::message::Message;
 use std::cell::RefCell;
 
@@ -27,9 +27,11 @@ struct Prefix {
     used: u64,
 }
 
+/// A thread's kept conversations, at most [`KEPT`], the one picked up least lately replaced first.
 #[derive(Default)]
 struct Prefixes {
     kept: Vec<Prefix>,
+    /// How many prompts this thread has hashed.
     hashed: u64,
 }
 
