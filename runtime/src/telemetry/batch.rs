@@ -27,15 +27,21 @@ impl Spare {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).pop()
     }
 
-    fn give(&self, (mut records, mut texts): (Vec<Record>, String)) {
+    /// `buffers` emptied, to be kept: `None` when they grew past what is kept.
+    fn emptied((mut records, mut texts): (Vec<Record>, String)) -> Option<(Vec<Record>, String)> {
         if records.capacity() > Self::MAX_RECORDS || texts.capacity() > Self::MAX_TEXT {
-            return;
+            return None;
         }
         records.clear();
         texts.clear();
+        Some((records, texts))
+    }
+
+    fn give(&self, buffers: (Vec<Record>, String)) {
+        let Some(buffers) = Self::emptied(buffers) else { return };
         let mut spare = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if spare.len() < Self::KEPT {
-            spare.push((records, texts));
+            spare.push(buffers);
         }
     }
 }
@@ -84,12 +90,10 @@ impl Batch {
 
     /// Done with recording into (its run ended): its buffers kept for this thread's next run.
     pub(crate) fn park(&mut self) {
-        let (mut records, mut texts) = (std::mem::take(&mut self.records), std::mem::take(&mut self.texts));
-        if records.capacity() <= Spare::MAX_RECORDS && texts.capacity() <= Spare::MAX_TEXT {
-            records.clear();
-            texts.clear();
+        let buffers = (std::mem::take(&mut self.records), std::mem::take(&mut self.texts));
+        if let Some(buffers) = Spare::emptied(buffers) {
             // Not kept when the thread is ending (its locals already gone).
-            let _ = HOT.try_with(|hot| hot.replace(Some((records, texts))));
+            let _ = HOT.try_with(|hot| hot.replace(Some(buffers)));
         }
     }
 
