@@ -40,6 +40,8 @@ mod pair {
 struct Got {
     request_line: String,
     content_type: String,
+    /// The `content-encoding` header's value; empty without one.
+    content_encoding: String,
     body: Vec<u8>,
 }
 
@@ -66,7 +68,7 @@ fn serve(stream: TcpStream, status: &str, got: &Mutex<Vec<Got>>) {
         if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
             return;
         }
-        let (mut length, mut content_type) = (0, String::new());
+        let (mut length, mut content_type, mut content_encoding) = (0, String::new(), String::new());
         loop {
             let mut header = String::new();
             reader.read_line(&mut header).unwrap();
@@ -79,11 +81,14 @@ fn serve(stream: TcpStream, status: &str, got: &Mutex<Vec<Got>>) {
                 length = value.trim().parse().unwrap();
             } else if name.eq_ignore_ascii_case("content-type") {
                 value.trim().clone_into(&mut content_type);
+            } else if name.eq_ignore_ascii_case("content-encoding") {
+                value.trim().clone_into(&mut content_encoding);
             }
         }
         let mut body = vec![0; length];
         reader.read_exact(&mut body).unwrap();
-        got.lock().unwrap().push(Got { request_line: request_line.trim_end().to_owned(), content_type, body });
+        let request_line = request_line.trim_end().to_owned();
+        got.lock().unwrap().push(Got { request_line, content_type, content_encoding, body });
         let answer = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
         writer.write_all(answer.as_bytes()).unwrap();
     }
@@ -91,13 +96,12 @@ fn serve(stream: TcpStream, status: &str, got: &Mutex<Vec<Got>>) {
 
 /// Runs the graph once under export to `endpoint`; the run's output and what flushing said.
 fn run_exporting(endpoint: &str) -> (pair::State, Result<(), OtelError>) {
-    let telemetry = Otel::from_env()
-        .endpoint(endpoint)
-        .protocol(Protocol::HttpProtobuf)
-        .service_name("otel-http-test")
-        .metrics(false)
-        .build()
-        .unwrap();
+    run_under(Otel::from_env().endpoint(endpoint).metrics(false))
+}
+
+/// Runs the graph once under export as `otel` sets it up, over HTTP.
+fn run_under(otel: Otel) -> (pair::State, Result<(), OtelError>) {
+    let telemetry = otel.protocol(Protocol::HttpProtobuf).service_name("otel-http-test").build().unwrap();
     let subscriber = tracing_subscriber::registry().with(telemetry.layer());
     let state = tracing::subscriber::with_default(subscriber, || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -129,6 +133,7 @@ fn a_runs_spans_arrive_as_one_otlp_request() {
     assert_eq!(traces.len(), 1, "the run's spans went out together: {got:?}");
     assert!(traces[0].request_line.starts_with("POST /v1/traces "), "{}", traces[0].request_line);
     assert_eq!(traces[0].content_type, "application/x-protobuf");
+    assert_eq!(traces[0].content_encoding, "", "not compressed unless asked");
 
     let request = ExportTraceServiceRequest::decode(traces[0].body.as_slice()).expect("OTLP protobuf");
     let resource = &request.resource_spans[0];
@@ -150,6 +155,30 @@ fn a_runs_spans_arrive_as_one_otlp_request() {
     assert!(
         run.start_time_unix_nano <= first.start_time_unix_nano && first.end_time_unix_nano <= run.end_time_unix_nano
     );
+}
+
+#[test]
+fn gzip_compresses_the_spans_and_the_metrics() {
+    let (url, got) = receiver("200 OK");
+    let (state, flushed) = run_under(Otel::from_env().endpoint(&url).gzip());
+    assert_eq!(state.seen, ["first", "second"]);
+    flushed.unwrap();
+
+    let got = got.lock().unwrap();
+    let paths = |path: &str| got.iter().filter(|g| g.request_line.contains(path)).collect::<Vec<_>>();
+    let (traces, metrics) = (paths("/v1/traces"), paths("/v1/metrics"));
+    assert_eq!(traces.len(), 1, "{got:?}");
+    assert!(!metrics.is_empty(), "the metrics went out on the flush: {got:?}");
+    for sent in traces.iter().chain(&metrics) {
+        assert_eq!(sent.content_encoding, "gzip", "{}", sent.request_line);
+        assert_eq!(sent.content_type, "application/x-protobuf");
+    }
+    let mut body = Vec::new();
+    flate2::read::GzDecoder::new(traces[0].body.as_slice()).read_to_end(&mut body).expect("gzip");
+    assert!(traces[0].body.len() < body.len(), "{} bytes sent for {}", traces[0].body.len(), body.len());
+    let request = ExportTraceServiceRequest::decode(body.as_slice()).expect("OTLP protobuf once unpacked");
+    let names: Vec<&str> = request.resource_spans[0].scope_spans[0].spans.iter().map(|s| s.name.as_str()).collect();
+    assert!(["invoke_agent pair", "first", "second"].iter().all(|n| names.contains(n)), "{names:?}");
 }
 
 #[test]

@@ -4,9 +4,9 @@
 //!
 //! One call sets it up from the standard variables (`OTEL_EXPORTER_OTLP_ENDPOINT`,
 //! `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf` by default, or `grpc`), `OTEL_SERVICE_NAME`,
-//! `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, and the
-//! per-signal `OTEL_EXPORTER_OTLP_TRACES_*` / `_METRICS_*` forms), and keeps exporting until the
-//! value it returns is dropped:
+//! `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_COMPRESSION`
+//! (`gzip` or `none`), `OTEL_TRACES_SAMPLER`, and the per-signal `OTEL_EXPORTER_OTLP_TRACES_*` /
+//! `_METRICS_*` forms), and keeps exporting until the value it returns is dropped:
 //!
 //! ```no_run
 //! # async fn agent() {}

@@ -283,7 +283,7 @@ mod tests {
     }
 
     fn exporting(endpoint: String, batching: Batching) -> Exporting {
-        let config = HttpConfig { endpoint, headers: Vec::new(), timeout: Duration::from_secs(5) };
+        let config = HttpConfig { endpoint, headers: Vec::new(), timeout: Duration::from_secs(5), gzip: false };
         let destination = Destination::Http { config, batching, resource: Resource::builder_empty().build() };
         Exporting::start(destination, Sampler::AlwaysOn).unwrap()
     }
@@ -336,6 +336,7 @@ mod tests {
             endpoint: format!("http://{free}/v1/traces"),
             headers: Vec::new(),
             timeout: Duration::from_secs(5),
+            gzip: false,
         };
         let batching = Batching { max_queue: 3, max_batch: 100, delay: Duration::from_mins(10) };
         let destination = Destination::Http { config, batching, resource: Resource::builder_empty().build() };

@@ -20,6 +20,8 @@ pub(super) struct HttpConfig {
     /// `OTEL_EXPORTER_OTLP_HEADERS`, then the traces' own, which win for the same name.
     pub(super) headers: Vec<(String, String)>,
     pub(super) timeout: Duration,
+    /// Whether the requests are compressed with gzip (`OTEL_EXPORTER_OTLP_COMPRESSION`).
+    pub(super) gzip: bool,
 }
 
 impl HttpConfig {
@@ -43,8 +45,27 @@ impl HttpConfig {
             .into_iter()
             .find_map(|name| var(name).and_then(|ms| ms.trim().parse().ok()))
             .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
-        Self { endpoint, headers, timeout }
+        Self { endpoint, headers, timeout, gzip: gzip(&var) }
     }
+}
+
+/// Whether the variables ask for gzip: the traces' own, then the shared one, as the SDK's
+/// exporter reads them (`none` turns it off; a value it does not know, `zstd` say, is warned
+/// of and the next variable read).
+fn gzip(var: impl Fn(&str) -> Option<String>) -> bool {
+    for name in ["OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"] {
+        let Some(value) = var(name) else { continue };
+        match value.trim().to_ascii_lowercase().as_str() {
+            "gzip" => return true,
+            "none" => return false,
+            _ => tracing::warn!(
+                variable = name,
+                value = %value,
+                "OTLP compression not supported: set `gzip` or `none`; this value is ignored"
+            ),
+        }
+    }
+    false
 }
 
 /// `key=value,key=value`, values percent-decoded (W3C Baggage's form, as OTLP has it); pairs
@@ -139,11 +160,14 @@ impl Sender {
 
     /// Sends one request; says why it did not arrive.
     pub(super) fn send(&self, body: Vec<u8>) -> Result<(), String> {
-        let response = self
-            .client
-            .post(&self.config.endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/x-protobuf")
-            .body(body)
+        let mut request =
+            self.client.post(&self.config.endpoint).header(reqwest::header::CONTENT_TYPE, "application/x-protobuf");
+        request = if self.config.gzip {
+            request.header(reqwest::header::CONTENT_ENCODING, "gzip").body(gzipped(&body))
+        } else {
+            request.body(body)
+        };
+        let response = request
             .send()
             // The error's own text would repeat the URL, credentials and all.
             .map_err(|e| format!("the OTLP trace request to {} failed: {}", self.shown, e.without_url()))?;
@@ -155,6 +179,17 @@ impl Sender {
         let text: String = text.chars().take(200).collect();
         Err(format!("the OTLP receiver at {} answered {status}: {text}", self.shown))
     }
+}
+
+/// `body` compressed with gzip at its fastest level: the spans' keys and names repeat, which
+/// the fastest level already shrinks several times over, and the compression runs beside the
+/// runs on the export's thread.
+fn gzipped(body: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 4), flate2::Compression::fast());
+    // Writing into memory cannot fail.
+    let _ = encoder.write_all(body);
+    encoder.finish().unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -215,10 +250,39 @@ mod tests {
             endpoint: "http://ada:s3cret@127.0.0.1:9/v1/traces".to_owned(),
             headers: Vec::new(),
             timeout: Duration::from_secs(5),
+            gzip: false,
         })
         .unwrap();
         let error = sender.send(Vec::new()).unwrap_err();
         assert!(error.contains("127.0.0.1:9") && !error.contains("s3cret"), "{error}");
+    }
+
+    #[test]
+    fn compression_is_the_traces_variable_then_the_shared_one() {
+        let gzip = |pairs: &[(&str, &str)]| HttpConfig::resolve(None, vars(pairs)).gzip;
+        assert!(!gzip(&[]), "none unless asked");
+        assert!(gzip(&[("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")]));
+        assert!(gzip(&[("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", " GZIP ")]));
+        assert!(!gzip(&[
+            ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "none"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+        ]));
+        assert!(
+            gzip(&[("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd"), ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")]),
+            "a value not supported is passed over for the next variable"
+        );
+        assert!(!gzip(&[("OTEL_EXPORTER_OTLP_COMPRESSION", "brotli")]));
+    }
+
+    #[test]
+    fn a_gzipped_body_comes_back_whole() {
+        use std::io::Read as _;
+        let body: Vec<u8> = (0..10_000_u32).flat_map(|i| (i % 300).to_le_bytes()).collect();
+        let packed = gzipped(&body);
+        assert!(packed.len() < body.len() / 4, "{} bytes of {}", packed.len(), body.len());
+        let mut unpacked = Vec::new();
+        flate2::read::GzDecoder::new(packed.as_slice()).read_to_end(&mut unpacked).unwrap();
+        assert_eq!(unpacked, body);
     }
 
     #[test]
