@@ -4,7 +4,7 @@
 //! told when the receiver refuses the spans or cannot be reached. Phoenix reads the same
 //! requests in `otel_phoenix`.
 
-use graphwright::otel::{Otel, OtelError, Protocol};
+use graphwright::otel::{Otel, OtelError, Protocol, Sampler};
 use graphwright::prelude::*;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
@@ -32,6 +32,23 @@ mod pair {
     #[node(next = END)]
     fn second() -> StateUpdate {
         StateUpdate::new().seen(vec!["second".to_owned()])
+    }
+}
+
+#[graph]
+mod traced {
+    use graphwright::prelude::*;
+
+    #[state]
+    pub struct State {
+        #[reducer(append)]
+        pub seen: Vec<String>,
+    }
+
+    /// Opens a span of the program's own inside the node.
+    #[node(entry, next = END)]
+    fn work() -> StateUpdate {
+        tracing::info_span!("inside").in_scope(|| StateUpdate::new().seen(vec!["work".to_owned()]))
     }
 }
 
@@ -179,6 +196,50 @@ fn gzip_compresses_the_spans_and_the_metrics() {
     let request = ExportTraceServiceRequest::decode(body.as_slice()).expect("OTLP protobuf once unpacked");
     let names: Vec<&str> = request.resource_spans[0].scope_spans[0].spans.iter().map(|s| s.name.as_str()).collect();
     assert!(["invoke_agent pair", "first", "second"].iter().all(|n| names.contains(n)), "{names:?}");
+}
+
+#[test]
+fn what_a_run_left_out_by_the_sampler_does_is_left_out_with_it() {
+    const RUNS: usize = 40;
+    let (url, got) = receiver("200 OK");
+    let telemetry = Otel::from_env()
+        .endpoint(&url)
+        .protocol(Protocol::HttpProtobuf)
+        .metrics(false)
+        .sampler(Sampler::TraceIdRatioBased(0.5))
+        .build()
+        .unwrap();
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let graph = traced::graph().compile().unwrap();
+            for _ in 0..RUNS {
+                let out = graph.invoke(traced::State::default(), &RunConfig::default()).await.unwrap();
+                assert_eq!(out.state.seen, ["work"]);
+            }
+        });
+    });
+    telemetry.flush().unwrap();
+
+    let got = got.lock().unwrap();
+    let spans: Vec<_> = got
+        .iter()
+        .filter(|g| g.request_line.contains("/v1/traces"))
+        .flat_map(|g| ExportTraceServiceRequest::decode(g.body.as_slice()).unwrap().resource_spans)
+        .flat_map(|r| r.scope_spans)
+        .flat_map(|s| s.spans)
+        .collect();
+    let named = |name: &'static str| spans.iter().filter(move |s| s.name == name);
+    let kept = named("invoke_agent traced").count();
+    assert!(kept > 0 && kept < RUNS, "the sampler kept some runs and left out others: {kept} of {RUNS}");
+    let inside: Vec<_> = named("inside").collect();
+    assert_eq!(inside.len(), kept, "a span of the program's is kept with its run, and only then");
+    for span in inside {
+        let parent = spans.iter().find(|s| s.span_id == span.parent_span_id).expect("its parent was exported");
+        assert_eq!(parent.name, "work", "inside the node's span");
+        assert_eq!(parent.trace_id, span.trace_id);
+    }
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::runtime::RunShared;
 use crate::state::{State, Update};
 use crate::store::Store;
 use crate::stream::{self, EventKind, RunStream, SharedWriter, Sink, StreamModes};
-use crate::telemetry::RunTrace;
+use crate::telemetry::{Began, RunTrace, in_trace};
 use crate::trace_value::in_span;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -204,12 +204,17 @@ impl<S: State, C: Send + Sync + 'static> CompiledGraph<S, C> {
             RunInput::Command(command) => command.fill_ids(),
         }
         let writer = sink.map(|s| Arc::clone(s) as SharedWriter);
-        let recorded = RunTrace::begin(&self.inner.name);
+        let (recorded, unsampled) = match RunTrace::begin(&self.inner.name) {
+            Some(Began::Recorded(trace, open)) => (Some((trace, open)), None),
+            Some(Began::Unsampled(current)) => (None, Some(current)),
+            None => (None, None),
+        };
         let shared = self.shared(cfg, writer, run_id, recorded.as_ref().map(|(trace, _)| trace.clone()))?;
         let timer = RunTimer::start(shared.metrics.as_ref(), &self.inner.name, shared.run_id, cfg.thread_id.as_deref());
         let run_id = shared.run_id;
         let span = crate::pregel::span::run(&self.inner.name, cfg.thread_id.as_deref(), run_id);
-        let result = in_span(&span, self.run_as_given(input, cfg, shared, sink.map(|s| &**s))).await;
+        let run = self.run_as_given(input, cfg, shared, sink.map(|s| &**s));
+        let result = in_trace(unsampled, in_span(&span, run)).await;
         crate::pregel::span::record_run(&span, &result);
         if let Some((trace, open)) = recorded {
             crate::pregel::span::close_run(&trace, open, &self.inner.name, cfg.thread_id.as_deref(), run_id, &result);

@@ -10,7 +10,7 @@ use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider};
+use opentelemetry_sdk::trace::{BatchSpanProcessor, Sampler, SdkTracerProvider};
 use std::sync::Arc;
 use tracing::level_filters::LevelFilter;
 use tracing_subscriber::Layer;
@@ -90,6 +90,7 @@ pub struct Otel {
     metrics: bool,
     attributes: Vec<(String, String)>,
     gzip: bool,
+    sampler: Option<Sampler>,
 }
 
 /// Sets up export from the standard `OTEL_*` variables and installs a global `tracing`
@@ -143,6 +144,17 @@ impl Otel {
     /// export's thread).
     pub fn gzip(mut self) -> Self {
         self.gzip = true;
+        self
+    }
+
+    /// Which traces are kept, whatever `OTEL_TRACES_SAMPLER` says (`parentbased_always_on` when
+    /// it says nothing): `Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(0.1)))`
+    /// keeps a tenth of the runs that continue no trace, and follows a caller's decision for
+    /// those that do. A run left out records nothing, and what it calls (a model, a tool, a
+    /// span of the program's) is left out with it: its requests carry a `traceparent` that
+    /// says so.
+    pub fn sampler(mut self, sampler: Sampler) -> Self {
+        self.sampler = Some(sampler);
         self
     }
 
@@ -214,11 +226,12 @@ impl Otel {
                     }
                     None => Destination::Processor(Arc::clone(&processor)),
                 };
-                let recorder = Exporting::start(destination, super::sampler::from_env())
+                let sampler = self.sampler.clone().unwrap_or_else(super::sampler::from_env);
+                let recorder = Exporting::start(destination, sampler.clone())
                     .map_err(|e| OtelError::Export(format!("could not start the span recorder's thread: {e}")))?;
                 let tracer = SdkTracerProvider::builder()
                     .with_resource(resource.clone())
-                    .with_sampler(super::sampler::from_env())
+                    .with_sampler(sampler)
                     .with_span_processor(Shared(processor))
                     .build();
                 (tracer, Some(Arc::new(recorder)))

@@ -90,6 +90,8 @@ mod tool_instruments;
 
 pub use export::{Otel, OtelError, Protocol, Telemetry, init};
 pub use metrics::{OtelMetrics, global_metrics};
+/// The sampler [`Otel::sampler`] takes (OpenTelemetry SDK's).
+pub use opentelemetry_sdk::trace::Sampler;
 #[cfg(feature = "mcp")]
 pub(crate) use propagate::current_traceparent;
 pub(crate) use propagate::inject;

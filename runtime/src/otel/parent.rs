@@ -7,7 +7,7 @@
 
 use crate::telemetry::current;
 use opentelemetry::ContextGuard;
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::TraceContextExt;
 use std::cell::RefCell;
 use tracing::span::{Attributes, Id};
 use tracing_subscriber::Layer;
@@ -40,13 +40,7 @@ impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EnterRecorded
             if enclosing.unwrap_or(0) != recorded.outer {
                 return None;
             }
-            let span = SpanContext::new(
-                TraceId::from(recorded.trace_id),
-                SpanId::from(recorded.span_id),
-                TraceFlags::SAMPLED,
-                false,
-                TraceState::default(),
-            );
+            let span = super::propagate::span_context(recorded);
             Some(opentelemetry::Context::current().with_remote_span_context(span).attach())
         });
         MADE_CURRENT.with(|made| made.borrow_mut().push(guard));

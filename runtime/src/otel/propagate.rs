@@ -1,6 +1,7 @@
 //! W3C trace context across processes: `traceparent` on outgoing model requests, and the
 //! helpers a server uses to continue a caller's trace and to carry a run's trace past a queue.
 
+use crate::telemetry::Current;
 use opentelemetry::propagation::{Extractor, Injector};
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use std::collections::HashMap;
@@ -22,18 +23,18 @@ pub(crate) fn inject(request: reqwest::RequestBuilder) -> reqwest::RequestBuilde
 }
 
 /// The context of the span the code runs in: the run's recorded span (a model or tool call's),
-/// or else the current `tracing` span.
+/// or the span of a run the sampler left out, or else the current `tracing` span.
 fn current_context() -> opentelemetry::Context {
     match crate::telemetry::current() {
-        Some(recorded) => opentelemetry::Context::new().with_remote_span_context(SpanContext::new(
-            TraceId::from(recorded.trace_id),
-            SpanId::from(recorded.span_id),
-            TraceFlags::SAMPLED,
-            false,
-            TraceState::default(),
-        )),
+        Some(recorded) => opentelemetry::Context::new().with_remote_span_context(span_context(recorded)),
         None => tracing::Span::current().context(),
     }
+}
+
+/// A run's span as OpenTelemetry's span context: sampled as its run is.
+pub(super) fn span_context(span: Current) -> SpanContext {
+    let flags = if span.sampled { TraceFlags::SAMPLED } else { TraceFlags::default() };
+    SpanContext::new(TraceId::from(span.trace_id), SpanId::from(span.span_id), flags, false, TraceState::default())
 }
 
 /// The `traceparent` of the span the code runs in (see [`current_context`]), when it is
@@ -93,5 +94,32 @@ impl Extractor for Carrier {
 
     fn keys(&self) -> Vec<&str> {
         self.0.keys().map(String::as_str).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::within;
+
+    fn sent_traceparent() -> Option<String> {
+        let request = inject(reqwest::Client::new().get("http://127.0.0.1:9/")).build().unwrap();
+        request.headers().get("traceparent").map(|v| v.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn a_call_says_whether_its_run_is_sampled() {
+        opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+        let run =
+            Current { trace_id: 0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736, span_id: 0xb7, outer: 0, sampled: true };
+        let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+        assert_eq!(within(Some(run), sent_traceparent).unwrap(), format!("00-{trace}-00000000000000b7-01"));
+        let left_out = Current { sampled: false, ..run };
+        assert_eq!(
+            within(Some(left_out), sent_traceparent).unwrap(),
+            format!("00-{trace}-00000000000000b7-00"),
+            "the same trace, not sampled: what it calls is left out too"
+        );
+        assert_eq!(sent_traceparent(), None, "outside any run or span");
     }
 }

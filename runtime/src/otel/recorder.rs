@@ -173,7 +173,7 @@ fn send_all(inbox: &Inbox, config: HttpConfig, batching: Batching, mut request: 
 }
 
 impl Recorder for Exporting {
-    fn begin(&self, graph: &str) -> Option<Begun> {
+    fn begin(&self, graph: &str) -> Begun {
         let outer = tracing::Span::current();
         let mut context = outer.context();
         if !context.span().span_context().is_valid() {
@@ -183,19 +183,17 @@ impl Recorder for Exporting {
         let trace = if parent.is_valid() { parent.trace_id() } else { TraceId::from(trace_id()) };
         let name = format!("invoke_agent {graph}");
         let sampled = self.sampler.should_sample(Some(&context), trace, &name, &SpanKind::Internal, &[], &[]);
-        if sampled.decision != SamplingDecision::RecordAndSample {
-            return None;
-        }
         let parent = parent.is_valid().then(|| Parent {
             span_id: u64::from_be_bytes(parent.span_id().to_bytes()),
             remote: parent.is_remote(),
             trace_state: sampled.trace_state.header(),
         });
-        Some(Begun {
+        Begun {
             trace_id: u128::from_be_bytes(trace.to_bytes()),
             parent,
             outer: outer.id().map_or(0, |id| id.into_u64()),
-        })
+            sampled: sampled.decision == SamplingDecision::RecordAndSample,
+        }
     }
 
     fn record(&self, batch: Batch) {

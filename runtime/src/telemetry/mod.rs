@@ -28,4 +28,4 @@ pub(crate) use clock::{Anchor, Ticks, calibrate};
 pub(crate) use current::{Current, current, in_trace, within};
 pub(crate) use record::{Body, ChatBody, Kept, NodeMark, Parent, Record, RunBody, Status, ToolBody};
 pub(crate) use recorder::{Begun, Recorder, RecorderHandle};
-pub(crate) use spans::{Open, RunTrace, trace_id};
+pub(crate) use spans::{Began, Open, RunTrace, trace_id};

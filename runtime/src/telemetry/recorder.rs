@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 /// Takes runs' finished spans (OpenTelemetry's export, `crate::otel`).
 pub(crate) trait Recorder: Send + Sync + 'static {
-    /// Begins the trace of a run of `graph`: its id and the span it continues, or `None` when
-    /// the run is not sampled (nothing of it is recorded then).
-    fn begin(&self, graph: &str) -> Option<Begun>;
+    /// Begins the trace of a run of `graph`: its id, the span it continues, and whether the
+    /// sampler keeps it (nothing of it is recorded when not).
+    fn begin(&self, graph: &str) -> Begun;
 
     /// Takes a trace's finished spans.
     fn record(&self, batch: Batch);
@@ -34,4 +34,6 @@ pub(crate) struct Begun {
     pub(crate) parent: Option<Parent>,
     /// The `tracing` span current as the run began (its id's number; 0: none).
     pub(crate) outer: u64,
+    /// Whether the sampler keeps the run.
+    pub(crate) sampled: bool,
 }

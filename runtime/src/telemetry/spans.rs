@@ -72,26 +72,47 @@ impl std::fmt::Debug for RunTrace {
     }
 }
 
+/// How a run that nothing runs inside (not a subgraph's) begins, when the current `tracing`
+/// dispatcher carries a recorder.
+pub(crate) enum Began {
+    /// The sampler keeps it: its trace, and its span opened.
+    Recorded(RunTrace, Open),
+    /// The sampler leaves it out: the span its calls are made in, unsampled, in the trace it
+    /// continues (or one of its own), so that an outgoing request says it is not sampled and a
+    /// span of the program's made inside it is left out as well, rather than either starting a
+    /// trace of its own.
+    Unsampled(Current),
+}
+
 impl RunTrace {
-    /// The trace of a run of `graph` that nothing runs inside (not a subgraph's), and the run's
-    /// span opened: when the current `tracing` dispatcher carries a recorder, and it samples the
-    /// run.
-    pub(crate) fn begin(graph: &str) -> Option<(Self, Open)> {
+    /// Begins the trace of a run of `graph` that nothing runs inside (not a subgraph's).
+    pub(crate) fn begin(graph: &str) -> Option<Began> {
         let recorder = RecorderHandle::current()?;
-        let begun = recorder.begin(graph)?;
+        let begun = recorder.begin(graph);
+        if !begun.sampled {
+            // Nothing is recorded: the calls hang from the span the run continues, the nearest
+            // that may exist.
+            let span_id = begun.parent.as_ref().map_or_else(span_id, |parent| parent.span_id);
+            return Some(Began::Unsampled(Current {
+                trace_id: begun.trace_id,
+                span_id,
+                outer: begun.outer,
+                sampled: false,
+            }));
+        }
         let span_id = span_id();
         let batch = Batch::new(begun.trace_id, begun.parent, (BATCH_SPANS, BATCH_TEXT));
         let shared = Shared { recorder, trace_id: begun.trace_id, outer: begun.outer, batch: Mutex::new(batch) };
         let open = Open { span_id, parent: 0, start: Ticks::now() };
         let shared = Arc::new(shared);
         LIVE.lock().unwrap_or_else(PoisonError::into_inner).insert(begun.trace_id, Arc::downgrade(&shared));
-        Some((Self { shared, parent: span_id }, open))
+        Some(Began::Recorded(Self { shared, parent: span_id }, open))
     }
 
     /// The trace of the recorded span the code runs in, if any, its spans opened under that
     /// span.
     pub(crate) fn current() -> Option<Self> {
-        let current = current()?;
+        let current = current().filter(|c| c.sampled)?;
         let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.trace_id)?.upgrade()?;
         Some(Self { shared, parent: current.span_id })
     }
@@ -117,7 +138,7 @@ impl RunTrace {
 
     /// The span `open`, as code inside it sees it.
     pub(crate) fn inside(&self, open: &Open) -> Current {
-        Current { trace_id: self.shared.trace_id, span_id: open.span_id, outer: self.shared.outer }
+        Current { trace_id: self.shared.trace_id, span_id: open.span_id, outer: self.shared.outer, sampled: true }
     }
 
     /// Ends `open` now, with `status` and what `body` makes (its texts kept in the batch).
