@@ -45,10 +45,14 @@ mod traced {
         pub seen: Vec<String>,
     }
 
-    /// Opens a span of the program's own inside the node.
+    /// Opens a span of the program's own inside the node, and invokes another graph there.
     #[node(entry, next = END)]
-    fn work() -> StateUpdate {
-        tracing::info_span!("inside").in_scope(|| StateUpdate::new().seen(vec!["work".to_owned()]))
+    async fn work() -> Result<StateUpdate, NodeError> {
+        let mut seen = tracing::info_span!("inside").in_scope(|| vec!["work".to_owned()]);
+        let pair = super::pair::graph().compile()?;
+        let out = pair.invoke(super::pair::State::default(), &RunConfig::default()).await?;
+        seen.extend(out.state.seen);
+        Ok(StateUpdate::new().seen(seen))
     }
 }
 
@@ -199,7 +203,7 @@ fn gzip_compresses_the_spans_and_the_metrics() {
 }
 
 #[test]
-fn what_a_run_left_out_by_the_sampler_does_is_left_out_with_it() {
+fn what_a_node_does_is_kept_with_its_run_or_left_out_with_it() {
     const RUNS: usize = 40;
     let (url, got) = receiver("200 OK");
     let telemetry = Otel::from_env()
@@ -216,7 +220,7 @@ fn what_a_run_left_out_by_the_sampler_does_is_left_out_with_it() {
             let graph = traced::graph().compile().unwrap();
             for _ in 0..RUNS {
                 let out = graph.invoke(traced::State::default(), &RunConfig::default()).await.unwrap();
-                assert_eq!(out.state.seen, ["work"]);
+                assert_eq!(out.state.seen, ["work", "first", "second"]);
             }
         });
     });
@@ -233,13 +237,17 @@ fn what_a_run_left_out_by_the_sampler_does_is_left_out_with_it() {
     let named = |name: &'static str| spans.iter().filter(move |s| s.name == name);
     let kept = named("invoke_agent traced").count();
     assert!(kept > 0 && kept < RUNS, "the sampler kept some runs and left out others: {kept} of {RUNS}");
-    let inside: Vec<_> = named("inside").collect();
-    assert_eq!(inside.len(), kept, "a span of the program's is kept with its run, and only then");
-    for span in inside {
-        let parent = spans.iter().find(|s| s.span_id == span.parent_span_id).expect("its parent was exported");
-        assert_eq!(parent.name, "work", "inside the node's span");
-        assert_eq!(parent.trace_id, span.trace_id);
+    // A span of the program's, and a graph invoked from the node, are kept with their run and
+    // only then, inside the node's span.
+    for name in ["inside", "invoke_agent pair"] {
+        let inside: Vec<_> = named(name).collect();
+        assert_eq!(inside.len(), kept, "`{name}` spans, one a kept run");
+        for span in inside {
+            let parent = spans.iter().find(|s| s.span_id == span.parent_span_id).expect("its parent was exported");
+            assert_eq!((parent.name.as_str(), &parent.trace_id), ("work", &span.trace_id), "`{name}`'s parent");
+        }
     }
+    assert_eq!(named("first").count(), kept, "the invoked graph's nodes are recorded with it");
 }
 
 #[test]

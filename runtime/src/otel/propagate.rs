@@ -110,11 +110,16 @@ mod tests {
     #[test]
     fn a_call_says_whether_its_run_is_sampled() {
         opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
-        let run =
-            Current { trace_id: 0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736, span_id: 0xb7, outer: 0, sampled: true };
+        let run = Current {
+            trace_id: 0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736,
+            span_id: 0xb7,
+            outer: 0,
+            recording: 1,
+            sampled: true,
+        };
         let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
         assert_eq!(within(Some(run), sent_traceparent).unwrap(), format!("00-{trace}-00000000000000b7-01"));
-        let left_out = Current { sampled: false, ..run };
+        let left_out = Current { recording: 0, sampled: false, ..run };
         assert_eq!(
             within(Some(left_out), sent_traceparent).unwrap(),
             format!("00-{trace}-00000000000000b7-00"),

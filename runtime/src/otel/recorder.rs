@@ -7,6 +7,7 @@
 use super::convert;
 use super::encode::Request;
 use super::inbox::Inbox;
+use super::propagate::span_context;
 use super::send::{Batching, HttpConfig, Sender as Http};
 use crate::telemetry::{Batch, Begun, Parent, Recorder, calibrate, trace_id};
 use opentelemetry::InstrumentationScope;
@@ -175,10 +176,15 @@ fn send_all(inbox: &Inbox, config: HttpConfig, batching: Batching, mut request: 
 impl Recorder for Exporting {
     fn begin(&self, graph: &str) -> Begun {
         let outer = tracing::Span::current();
-        let mut context = outer.context();
-        if !context.span().span_context().is_valid() {
-            context = opentelemetry::Context::current();
-        }
+        let outer_id = outer.id().map_or(0, |id| id.into_u64());
+        // Invoked from a node of another run, no span of the program's in between: that run's
+        // trace goes on from the node's span, and its sampling decision with it.
+        let context = if let Some(run) = crate::telemetry::current().filter(|run| run.outer == outer_id) {
+            opentelemetry::Context::current().with_remote_span_context(span_context(run))
+        } else {
+            let context = outer.context();
+            if context.span().span_context().is_valid() { context } else { opentelemetry::Context::current() }
+        };
         let parent = context.span().span_context().clone();
         let trace = if parent.is_valid() { parent.trace_id() } else { TraceId::from(trace_id()) };
         let name = format!("invoke_agent {graph}");
@@ -191,7 +197,7 @@ impl Recorder for Exporting {
         Begun {
             trace_id: u128::from_be_bytes(trace.to_bytes()),
             parent,
-            outer: outer.id().map_or(0, |id| id.into_u64()),
+            outer: outer_id,
             sampled: sampled.decision == SamplingDecision::RecordAndSample,
         }
     }

@@ -8,6 +8,7 @@ use super::record::{Body, Kept, Record, Status};
 use super::recorder::{Recorder, RecorderHandle};
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
 /// A batch is handed on, mid-run, once it holds this many spans or this many bytes of text:
@@ -44,24 +45,25 @@ pub(crate) struct RunTrace {
 
 struct Shared {
     recorder: Arc<dyn Recorder>,
+    /// This recording's number, unique in the process (`Current::recording`).
+    id: u64,
     trace_id: u128,
     outer: u64,
     batch: Mutex<Batch>,
 }
 
-/// The traces of the runs going on, by trace id: how a model or tool call made inside a node,
-/// with nothing of the run at hand (a node that takes no `Runtime`), finds the trace to record
-/// into from the span it runs in.
-static LIVE: LazyLock<Mutex<HashMap<u128, Weak<Shared>>>> = LazyLock::new(Mutex::default);
+/// The recordings of the runs going on, by number: how a model or tool call made inside a node,
+/// with nothing of the run at hand (a node that takes no `Runtime`), finds the recording to
+/// record into from the span it runs in. By recording rather than by trace: a graph invoked
+/// from a node of another records apart, in the same trace.
+static LIVE: LazyLock<Mutex<HashMap<u64, Weak<Shared>>>> = LazyLock::new(Mutex::default);
+
+/// The number of the next recording (0 is none).
+static RECORDINGS: AtomicU64 = AtomicU64::new(1);
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        {
-            let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
-            if live.get(&self.trace_id).is_some_and(|w| w.strong_count() == 0) {
-                live.remove(&self.trace_id);
-            }
-        }
+        LIVE.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
         self.batch.get_mut().unwrap_or_else(PoisonError::into_inner).park();
     }
 }
@@ -97,15 +99,17 @@ impl RunTrace {
                 trace_id: begun.trace_id,
                 span_id,
                 outer: begun.outer,
+                recording: 0,
                 sampled: false,
             }));
         }
         let span_id = span_id();
         let batch = Batch::new(begun.trace_id, begun.parent, (BATCH_SPANS, BATCH_TEXT));
-        let shared = Shared { recorder, trace_id: begun.trace_id, outer: begun.outer, batch: Mutex::new(batch) };
+        let id = RECORDINGS.fetch_add(1, Ordering::Relaxed);
+        let shared = Shared { recorder, id, trace_id: begun.trace_id, outer: begun.outer, batch: Mutex::new(batch) };
         let open = Open { span_id, parent: 0, start: Ticks::now() };
         let shared = Arc::new(shared);
-        LIVE.lock().unwrap_or_else(PoisonError::into_inner).insert(begun.trace_id, Arc::downgrade(&shared));
+        LIVE.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Arc::downgrade(&shared));
         Some(Began::Recorded(Self { shared, parent: span_id }, open))
     }
 
@@ -113,14 +117,14 @@ impl RunTrace {
     /// span.
     pub(crate) fn current() -> Option<Self> {
         let current = current().filter(|c| c.sampled)?;
-        let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.trace_id)?.upgrade()?;
+        let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.recording)?.upgrade()?;
         Some(Self { shared, parent: current.span_id })
     }
 
     /// The trace of a subgraph's run, made inside a node of this one: its steps hang from that
     /// node's span.
     pub(crate) fn nested(&self) -> Self {
-        let parent = current().filter(|c| c.trace_id == self.shared.trace_id).map_or(self.parent, |c| c.span_id);
+        let parent = current().filter(|c| c.recording == self.shared.id).map_or(self.parent, |c| c.span_id);
         Self { shared: Arc::clone(&self.shared), parent }
     }
 
@@ -132,13 +136,20 @@ impl RunTrace {
     /// Opens a span under the recorded span the code runs in (a node's attempt, for a model or
     /// tool call), or the run's own when it runs in none of this trace.
     pub(crate) fn open_here(&self) -> Open {
-        let parent = current().filter(|c| c.trace_id == self.shared.trace_id).map_or(self.parent, |c| c.span_id);
+        let parent = current().filter(|c| c.recording == self.shared.id).map_or(self.parent, |c| c.span_id);
         Open::under(parent)
     }
 
     /// The span `open`, as code inside it sees it.
     pub(crate) fn inside(&self, open: &Open) -> Current {
-        Current { trace_id: self.shared.trace_id, span_id: open.span_id, outer: self.shared.outer, sampled: true }
+        let shared = &self.shared;
+        Current {
+            trace_id: shared.trace_id,
+            span_id: open.span_id,
+            outer: shared.outer,
+            recording: shared.id,
+            sampled: true,
+        }
     }
 
     /// Ends `open` now, with `status` and what `body` makes (its texts kept in the batch).
