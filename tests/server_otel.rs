@@ -1,7 +1,9 @@
 //! One trace from a client, through the server, to the model: a request that carries a W3C
 //! `traceparent` is served in a span that continues it, the run it makes continues the
 //! request's trace, and the run's model call sends its own `traceparent` to the provider
-//! (aimock here), all exported over OTLP into Arize Phoenix and read back through its API.
+//! (aimock here), all exported over OTLP (gzip-compressed) into Arize Phoenix and read back
+//! through its API. A client's trace that it does not sample is followed too: nothing of it is
+//! exported, and the model request carries it, not sampled.
 //!
 //! Alone in its binary: it sets the process's global subscriber (the server's runs execute on
 //! the runtime's other threads). `scripts/test` prepares Phoenix (`GRAPHWRIGHT_TEST_PHOENIX`).
@@ -48,6 +50,8 @@ mod greet {
 /// The client's trace and span, as its `traceparent` names them.
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+/// A trace the client does not sample.
+const UNSAMPLED_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 
 fn span_with<'a>(spans: &'a [Value], name: &str) -> &'a Value {
     spans.iter().find(|s| s["name"] == name).unwrap_or_else(|| {
@@ -66,10 +70,12 @@ fn parent_of<'a>(spans: &'a [Value], span: &Value) -> &'a Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_trace_runs_through_the_server_and_its_run_to_the_model() {
     let phoenix = Phoenix::shared();
+    // Compressed, as a receiver across a network would take it: Phoenix unpacks gzip.
     let telemetry = Otel::from_env()
         .endpoint(phoenix.otlp_http_endpoint())
         .attribute("openinference.project.name", "server")
         .metrics(false)
+        .gzip()
         .build()
         .unwrap();
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(telemetry.layer())).unwrap();
@@ -97,6 +103,22 @@ async fn a_clients_trace_runs_through_the_server_and_its_run_to_the_model() {
     assert!(answer.status().is_success(), "{}", answer.text().await.unwrap());
     let values: Value = answer.json().await.unwrap();
     assert_eq!(values["messages"][1]["content"], "Hello there, friend!");
+    // A client that does not sample its trace: the server and the run follow its decision.
+    let unsampled = http
+        .post(format!("{url}/threads/{thread_id}/runs/wait"))
+        .header("traceparent", format!("00-{UNSAMPLED_TRACE}-{CLIENT_SPAN}-00"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(unsampled.status().is_success(), "{}", unsampled.text().await.unwrap());
+    let journal = aimock.journal().await;
+    let sent = journal.iter().rev().find(|e| e["path"] == "/v1/chat/completions").expect("the model was called");
+    let traceparent = sent["headers"]["traceparent"].as_str().unwrap_or_else(|| panic!("no traceparent: {sent}"));
+    assert!(
+        traceparent.starts_with(&format!("00-{UNSAMPLED_TRACE}-")) && traceparent.ends_with("-00"),
+        "the model request goes on in the client's trace, not sampled: {traceparent}"
+    );
     // A request without one starts a trace of its own.
     http.get(format!("{url}/threads/{thread_id}")).send().await.unwrap();
     tokio::task::spawn_blocking(move || telemetry.flush().unwrap()).await.unwrap();
@@ -125,12 +147,19 @@ async fn a_clients_trace_runs_through_the_server_and_its_run_to_the_model() {
     assert_eq!(parent_of(&traced, parent_of(&traced, node))["name"], "invoke_agent greet");
 
     // The model call's request carried the same trace, with the call's span as its parent.
-    let journal = aimock.journal().await;
-    let sent = journal.iter().rev().find(|e| e["path"] == "/v1/chat/completions").expect("the model was called");
+    let sent = journal
+        .iter()
+        .filter(|e| e["path"] == "/v1/chat/completions")
+        .find(|e| e["headers"]["traceparent"].as_str().is_some_and(|t| t.contains(CLIENT_TRACE)))
+        .expect("the model was called in the client's trace");
     let traceparent = sent["headers"]["traceparent"].as_str().unwrap_or_else(|| panic!("no traceparent: {sent}"));
     let chat_span = chat["context"]["span_id"].as_str().unwrap();
     assert_eq!(traceparent, format!("00-{CLIENT_TRACE}-{chat_span}-01"));
 
+    assert!(
+        !others.iter().any(|s| s["context"]["trace_id"] == UNSAMPLED_TRACE),
+        "nothing of the trace the client did not sample was exported"
+    );
     let unrelated = others.iter().find(|s| s["name"] == "GET /threads/{id}").expect("the untraced request's span");
     assert!(unrelated["parent_id"].is_null(), "a request without traceparent is a root: {unrelated}");
 }
