@@ -93,25 +93,23 @@ async fn a_clients_trace_runs_through_the_server_and_its_run_to_the_model() {
         http.post(format!("{url}/threads")).json(&json!({})).send().await.unwrap().json().await.unwrap();
     let thread_id = thread["thread_id"].as_str().unwrap().to_owned();
     let body = json!({"assistant_id": "greet", "input": {"messages": [{"type": "human", "content": "say hello"}]}});
-    let answer = http
-        .post(format!("{url}/threads/{thread_id}/runs/wait"))
-        .header("traceparent", format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert!(answer.status().is_success(), "{}", answer.text().await.unwrap());
-    let values: Value = answer.json().await.unwrap();
+    // A run on the thread, in the client's trace that `traceparent` names: its final values.
+    let run_in = async |traceparent: String| {
+        let answer = http
+            .post(format!("{url}/threads/{thread_id}/runs/wait"))
+            .header("traceparent", traceparent)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let (status, text) = (answer.status(), answer.text().await.unwrap());
+        assert!(status.is_success(), "{text}");
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let values = run_in(format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01")).await;
     assert_eq!(values["messages"][1]["content"], "Hello there, friend!");
     // A client that does not sample its trace: the server and the run follow its decision.
-    let unsampled = http
-        .post(format!("{url}/threads/{thread_id}/runs/wait"))
-        .header("traceparent", format!("00-{UNSAMPLED_TRACE}-{CLIENT_SPAN}-00"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert!(unsampled.status().is_success(), "{}", unsampled.text().await.unwrap());
+    run_in(format!("00-{UNSAMPLED_TRACE}-{CLIENT_SPAN}-00")).await;
     let journal = aimock.journal().await;
     let sent = journal.iter().rev().find(|e| e["path"] == "/v1/chat/completions").expect("the model was called");
     let traceparent = sent["headers"]["traceparent"].as_str().unwrap_or_else(|| panic!("no traceparent: {sent}"));

@@ -142,6 +142,12 @@ impl Otel {
     /// Compresses every request with gzip, as `OTEL_EXPORTER_OTLP_COMPRESSION=gzip` does (a
     /// receiver across a network takes a fraction of the bytes, for some CPU time of the
     /// export's thread).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), graphwright::otel::OtelError> {
+    /// let telemetry = graphwright::otel::Otel::from_env().endpoint("https://collector.example:4318").gzip().build()?;
+    /// # Ok(()) }
+    /// ```
     pub fn gzip(mut self) -> Self {
         self.gzip = true;
         self
@@ -153,6 +159,14 @@ impl Otel {
     /// those that do. A run left out records nothing, and what it calls (a model, a tool, a
     /// span of the program's) is left out with it: its requests carry a `traceparent` that
     /// says so.
+    ///
+    /// ```no_run
+    /// use graphwright::otel::{Otel, Sampler};
+    /// # fn main() -> Result<(), graphwright::otel::OtelError> {
+    /// let tenth = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(0.1)));
+    /// let telemetry = Otel::from_env().sampler(tenth).build()?;
+    /// # Ok(()) }
+    /// ```
     pub fn sampler(mut self, sampler: Sampler) -> Self {
         self.sampler = Some(sampler);
         self

@@ -33,7 +33,7 @@ fn current_context() -> opentelemetry::Context {
 
 /// A run's span as OpenTelemetry's span context: sampled as its run is.
 pub(super) fn span_context(span: Current) -> SpanContext {
-    let flags = if span.sampled { TraceFlags::SAMPLED } else { TraceFlags::default() };
+    let flags = if span.sampled() { TraceFlags::SAMPLED } else { TraceFlags::default() };
     SpanContext::new(TraceId::from(span.trace_id), SpanId::from(span.span_id), flags, false, TraceState::default())
 }
 
@@ -110,16 +110,11 @@ mod tests {
     #[test]
     fn a_call_says_whether_its_run_is_sampled() {
         opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
-        let run = Current {
-            trace_id: 0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736,
-            span_id: 0xb7,
-            outer: 0,
-            recording: 1,
-            sampled: true,
-        };
+        let run =
+            Current { trace_id: 0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736, span_id: 0xb7, outer: 0, recording: 1 };
         let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
         assert_eq!(within(Some(run), sent_traceparent).unwrap(), format!("00-{trace}-00000000000000b7-01"));
-        let left_out = Current { recording: 0, sampled: false, ..run };
+        let left_out = Current { recording: 0, ..run };
         assert_eq!(
             within(Some(left_out), sent_traceparent).unwrap(),
             format!("00-{trace}-00000000000000b7-00"),

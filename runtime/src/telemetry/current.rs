@@ -16,13 +16,17 @@ pub(crate) struct Current {
     /// span instead, as it was opened inside it.
     pub(crate) outer: u64,
     /// The recording the span is kept in (a root run's, shared with its subgraphs' runs), by
-    /// its number; 0 for a run the sampler left out. Two runs of one trace, a graph invoked
-    /// from a node of another, keep theirs apart.
+    /// its number; 0 inside a run the sampler left out, whose span is still current so that
+    /// what it calls joins its trace, unsampled, rather than starting traces of its own. Two
+    /// runs of one trace, a graph invoked from a node of another, keep theirs apart.
     pub(crate) recording: u64,
-    /// Whether the trace is recorded: `false` inside a run the sampler left out, whose span is
-    /// still current so that what it calls joins its trace, unsampled, rather than starting
-    /// traces of its own.
-    pub(crate) sampled: bool,
+}
+
+impl Current {
+    /// Whether the span's trace is recorded (sampled).
+    pub(crate) fn sampled(&self) -> bool {
+        self.recording != 0
+    }
 }
 
 thread_local! {
@@ -79,7 +83,7 @@ mod tests {
 
     #[test]
     fn a_span_is_current_inside_and_the_outer_one_again_after() {
-        let outer = Current { trace_id: 1, span_id: 2, outer: 0, recording: 1, sampled: true };
+        let outer = Current { trace_id: 1, span_id: 2, outer: 0, recording: 1 };
         let inner = Current { span_id: 3, ..outer };
         assert_eq!(current(), None);
         within(Some(outer), || {
@@ -94,7 +98,7 @@ mod tests {
 
     #[test]
     fn a_future_is_inside_its_span_while_polled() {
-        let span = Current { trace_id: 1, span_id: 9, outer: 0, recording: 1, sampled: true };
+        let span = Current { trace_id: 1, span_id: 9, outer: 0, recording: 1 };
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let seen = runtime.block_on(in_trace(Some(span), async { current() }));
         assert_eq!(seen, Some(span));

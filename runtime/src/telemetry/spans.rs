@@ -100,7 +100,6 @@ impl RunTrace {
                 span_id,
                 outer: begun.outer,
                 recording: 0,
-                sampled: false,
             }));
         }
         let span_id = span_id();
@@ -116,7 +115,7 @@ impl RunTrace {
     /// The trace of the recorded span the code runs in, if any, its spans opened under that
     /// span.
     pub(crate) fn current() -> Option<Self> {
-        let current = current().filter(|c| c.sampled)?;
+        let current = current().filter(Current::sampled)?;
         let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.recording)?.upgrade()?;
         Some(Self { shared, parent: current.span_id })
     }
@@ -124,8 +123,7 @@ impl RunTrace {
     /// The trace of a subgraph's run, made inside a node of this one: its steps hang from that
     /// node's span.
     pub(crate) fn nested(&self) -> Self {
-        let parent = current().filter(|c| c.recording == self.shared.id).map_or(self.parent, |c| c.span_id);
-        Self { shared: Arc::clone(&self.shared), parent }
+        Self { shared: Arc::clone(&self.shared), parent: self.here() }
     }
 
     /// Opens a span of the run's own (a step, a checkpoint write).
@@ -136,20 +134,18 @@ impl RunTrace {
     /// Opens a span under the recorded span the code runs in (a node's attempt, for a model or
     /// tool call), or the run's own when it runs in none of this trace.
     pub(crate) fn open_here(&self) -> Open {
-        let parent = current().filter(|c| c.recording == self.shared.id).map_or(self.parent, |c| c.span_id);
-        Open::under(parent)
+        Open::under(self.here())
+    }
+
+    /// The recorded span of this recording the code runs in, or the run's own.
+    fn here(&self) -> u64 {
+        current().filter(|c| c.recording == self.shared.id).map_or(self.parent, |c| c.span_id)
     }
 
     /// The span `open`, as code inside it sees it.
     pub(crate) fn inside(&self, open: &Open) -> Current {
         let shared = &self.shared;
-        Current {
-            trace_id: shared.trace_id,
-            span_id: open.span_id,
-            outer: shared.outer,
-            recording: shared.id,
-            sampled: true,
-        }
+        Current { trace_id: shared.trace_id, span_id: open.span_id, outer: shared.outer, recording: shared.id }
     }
 
     /// Ends `open` now, with `status` and what `body` makes (its texts kept in the batch).
