@@ -176,6 +176,10 @@ fn a_runs_spans_arrive_as_one_otlp_request() {
     assert!(
         run.start_time_unix_nano <= first.start_time_unix_nano && first.end_time_unix_nano <= run.end_time_unix_nano
     );
+    let step = |name: &str| scope.spans.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}"));
+    let (one, two) = (step("step 1"), step("step 2"));
+    assert_eq!(one.end_time_unix_nano, two.start_time_unix_nano, "the second step begins as the first ends");
+    assert!(one.start_time_unix_nano < one.end_time_unix_nano && two.start_time_unix_nano < two.end_time_unix_nano);
 }
 
 #[test]

@@ -14,6 +14,7 @@ use graphwright::prelude::*;
 use opentelemetry::trace::Status;
 use opentelemetry::{KeyValue, Value};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
+use std::sync::{Arc, Mutex};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Look a place up.
@@ -355,4 +356,60 @@ async fn a_call_without_the_runs_runtime_is_still_under_its_node() {
     assert_eq!(parent_of(&spans, call).name, "look_up");
     assert_eq!(text(call, "graphwright.tool.outcome"), "ok");
     assert_eq!(parent_of(&spans, one(&spans, "geo_service")).span_context.span_id(), call.span_context.span_id());
+}
+
+/// The targets of the `execute_tool` and `chat` spans made while it is set, as a layer beside
+/// export's sees them.
+#[derive(Clone, Default)]
+struct CallTargets(Arc<Mutex<Vec<(String, &'static str)>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CallTargets {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let meta = attrs.metadata();
+        if ["execute_tool", "chat"].contains(&meta.name()) {
+            self.0.lock().unwrap().push((meta.name().to_owned(), meta.target()));
+        }
+    }
+}
+
+/// A run the sampler leaves out exports nothing, and export builds nothing for it: its model and
+/// tool calls' `tracing` spans are left to the record (which keeps nothing of the run), as a
+/// recorded run's are, for other layers to take as any span. A span export built for them would
+/// only be dropped by the sampler, at more cost than the whole of a recorded run's spans.
+#[tokio::test(flavor = "current_thread")]
+async fn a_run_the_sampler_leaves_out_has_nothing_built_for_its_calls() {
+    use graphwright::otel::Sampler;
+    let model = ScriptedModel::new([
+        Message::assistant("").with_tool_calls(vec![ToolCall::new("g1", "geocode", json!({"place": "Oslo"}))]),
+        Message::assistant("Oslo is at 59.91 N."),
+    ]);
+    let app = react_agent(model, tools![Geocode]).name("mapper").compile().unwrap();
+    let exporter = InMemorySpanExporter::default();
+    let telemetry = Otel::from_env()
+        .metrics(false)
+        .sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOff)))
+        .build_with_exporter(exporter.clone())
+        .unwrap();
+    let targets = CallTargets::default();
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer()).with(targets.clone());
+    let out = {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        app.invoke(MessagesState::new([Message::user("Where is Oslo?")]), &RunConfig::default()).await
+    };
+    assert_eq!(out.unwrap().state.messages.last().unwrap().content, "Oslo is at 59.91 N.");
+    telemetry.flush().unwrap();
+    let names: Vec<String> = exporter.get_finished_spans().unwrap().into_iter().map(|s| s.name.into_owned()).collect();
+    assert!(names.is_empty(), "nothing of the run, nor of its tool's own spans, is exported: {names:?}");
+    let seen = targets.0.lock().unwrap().clone();
+    let recorded = "graphwright::recorded";
+    assert_eq!(
+        seen,
+        [("chat".to_owned(), recorded), ("execute_tool".to_owned(), recorded), ("chat".to_owned(), recorded)],
+        "the other layer saw each call's span, left to the record"
+    );
 }

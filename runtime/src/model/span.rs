@@ -8,13 +8,14 @@
 use super::context::Scope;
 use super::{ModelError, ModelReply, ModelSettings};
 use crate::message::{Message, Role};
-use crate::telemetry::{Body, ChatBody, Current, Open, RECORDED, RunTrace, Status, Ticks};
+use crate::telemetry::{Body, ChatBody, Current, Open, RECORDED, RunTrace, Status, Ticks, current};
 use crate::trace_value::{SpanName, int, record};
 use serde_json::{Value, json};
 use tracing::field::Empty;
 
-/// The `tracing` span of a model call, with its target: `RECORDED` for a call whose span the run
-/// also records (which export then leaves to the record), this module's otherwise.
+/// The `tracing` span of a model call, with its target: `RECORDED` for a call made in a run that
+/// export records, or that its sampler left out (export then leaves the call to the record),
+/// this module's otherwise.
 macro_rules! chat_span {
     ($target:expr, $provider:expr, $model:expr, $settings:expr, $scope:expr) => {
         tracing::info_span!(
@@ -48,7 +49,7 @@ macro_rules! chat_span {
     };
 }
 
-/// The span of one call to `model` of `provider` (`recorded` when the run records it too): empty
+/// The span of one call to `model` of `provider` (`recorded` as for `chat_span!`): empty
 /// fields are recorded as the call goes.
 fn model_call(
     provider: &str,
@@ -177,7 +178,8 @@ impl CallSpan {
             }),
             status: Status::Unset,
         });
-        let traced = model_call(provider, model, settings, scope, recorded.is_some());
+        // In a run the sampler left out, left to the record too (see `tool::span`).
+        let traced = model_call(provider, model, settings, scope, recorded.is_some() || current().is_some());
         Self { tracing: traced, recorded }
     }
 

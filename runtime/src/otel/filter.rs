@@ -1,8 +1,9 @@
 //! Which `tracing` spans and events export's layer takes: those of the program at `INFO` and
 //! above, none of the crates the export itself uses, and none of the runtime's that a run
 //! records instead (its steps, tasks and checkpoint writes; its model and tool calls, whose
-//! spans carry the `RECORDED` target when their run is recorded). A model or tool call made
-//! outside any recorded run (a tool served over MCP, say) is exported through its `tracing` span.
+//! spans carry the `RECORDED` target when their run is recorded, or left out by the sampler).
+//! A model or tool call made outside any such run (a tool served over MCP, say) is exported
+//! through its `tracing` span.
 
 use crate::telemetry::RECORDED;
 use tracing::level_filters::LevelFilter;

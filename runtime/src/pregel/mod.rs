@@ -170,6 +170,8 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
             if let Some(sink) = sink.filter(|s| initial_values && s.modes.contains(StreamMode::Values)) {
                 boxed(|| sink.send(step, EventKind::Values(state.clone()))).await?;
             }
+            // When the last step's recorded span ended: the next one begins then.
+            let mut step_ended = None;
             while !tasks.is_empty() {
                 if ran == limit {
                     let stop = Stop { graph, tasks: &tasks, slots: &slots, planner: &planner, step: step + 1, ran };
@@ -185,7 +187,7 @@ fn drive<'a, S: State, C: Send + Sync + 'static>(
                 step += 1;
                 fill_slots(&mut slots, &mut saved, tasks.len());
                 let checkpoint = persist.as_ref().map(|p| Arc::clone(p.current()));
-                let traced = span::StepSpan::open(&run, step, tasks.len());
+                let traced = span::StepSpan::open(&run, step, tasks.len(), &mut step_ended);
                 let at = task::At::new((step, traced.id()), checkpoint.as_ref(), call_store.as_deref());
                 if let Some(sink) = sink.filter(|s| s.modes.contains(StreamMode::Tasks)) {
                     boxed(|| events::tasks_started(graph, sink, step, &tasks)).await?;

@@ -181,13 +181,18 @@ pub(super) struct StepSpan<'r> {
     recorded: Option<(&'r RunTrace, Open)>,
     step: u64,
     tasks: u32,
+    /// Where the run's loop keeps when its last step ended: the next step begins then.
+    ended: &'r mut Option<Ticks>,
 }
 
 impl<'r> StepSpan<'r> {
     /// Opens the span of super-step `step`, running `tasks` tasks, when the run is recorded.
-    pub(super) fn open<C>(run: &'r RunShared<C>, step: u64, tasks: usize) -> Self {
-        let recorded = run.trace.as_ref().map(|trace| (trace, trace.open()));
-        Self { recorded, step, tasks: u32::try_from(tasks).unwrap_or(u32::MAX) }
+    /// It begins when the step before it ended (`ended`, set when a step's span closes; `None`
+    /// for the run's first), which is as the loop goes from one step to the next with nothing
+    /// in between: one reading of the clock for both.
+    pub(super) fn open<C>(run: &'r RunShared<C>, step: u64, tasks: usize, ended: &'r mut Option<Ticks>) -> Self {
+        let recorded = run.trace.as_ref().map(|trace| (trace, trace.open_at(ended.take().unwrap_or_else(Ticks::now))));
+        Self { recorded, step, tasks: u32::try_from(tasks).unwrap_or(u32::MAX), ended }
     }
 
     /// The span's id, for its tasks' spans (0 when the run is not recorded).
@@ -199,8 +204,9 @@ impl<'r> StepSpan<'r> {
 impl Drop for StepSpan<'_> {
     fn drop(&mut self) {
         if let Some((trace, open)) = self.recorded.take() {
-            let (step, tasks) = (self.step, self.tasks);
-            trace.close(open, Status::Unset, |_| Body::Step { step, tasks });
+            let (step, tasks, end) = (self.step, self.tasks, Ticks::now());
+            trace.close_at(open, end, Status::Unset, |_| Body::Step { step, tasks });
+            *self.ended = Some(end);
         }
     }
 }

@@ -20,7 +20,8 @@ mod recorder;
 mod spans;
 
 /// The target of the runtime's `tracing` spans that a run also records (a model or tool call made
-/// in a recorded run): export's layer leaves them to the record, other layers take them as any.
+/// in a recorded run, or in one the sampler left out, which records nothing): export's layer
+/// leaves them to the record, other layers take them as any.
 pub(crate) const RECORDED: &str = "graphwright::recorded";
 
 pub(crate) use batch::Batch;

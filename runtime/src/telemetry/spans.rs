@@ -131,6 +131,12 @@ impl RunTrace {
         Open::under(self.parent)
     }
 
+    /// Opens a span of the run's own that began at `start`: when another span ended, the same
+    /// reading of the clock (the next super-step begins as the last one ends).
+    pub(crate) fn open_at(&self, start: Ticks) -> Open {
+        Open { span_id: span_id(), parent: self.parent, start }
+    }
+
     /// Opens a span under the recorded span the code runs in (a node's attempt, for a model or
     /// tool call), or the run's own when it runs in none of this trace.
     pub(crate) fn open_here(&self) -> Open {
@@ -149,10 +155,15 @@ impl RunTrace {
     }
 
     /// Ends `open` now, with `status` and what `body` makes (its texts kept in the batch).
+    pub(crate) fn close(&self, open: Open, status: Status, body: impl FnOnce(&mut Batch) -> Body) {
+        self.close_at(open, Ticks::now(), status, body);
+    }
+
+    /// Ends `open` at `end`, a reading of the clock taken just now, with `status` and what
+    /// `body` makes (its texts kept in the batch).
     // Taken by value so that a span cannot be closed twice.
     #[allow(clippy::needless_pass_by_value)]
-    pub(crate) fn close(&self, open: Open, status: Status, body: impl FnOnce(&mut Batch) -> Body) {
-        let end = Ticks::now();
+    pub(crate) fn close_at(&self, open: Open, end: Ticks, status: Status, body: impl FnOnce(&mut Batch) -> Body) {
         let Open { span_id, parent, start } = open;
         let full = {
             let mut batch = self.shared.batch.lock().unwrap_or_else(PoisonError::into_inner);

@@ -6,13 +6,14 @@ use super::ToolError;
 use super::output::ToolOutput;
 use super::runtime::ToolEnv;
 use crate::message::{Message, ToolCall};
-use crate::telemetry::{Body, Current, Open, RECORDED, RunTrace, Status, ToolBody};
+use crate::telemetry::{Body, Current, Open, RECORDED, RunTrace, Status, ToolBody, current};
 use crate::trace_value::{SpanName, int, record};
 use std::sync::{Mutex, PoisonError};
 use tracing::field::Empty;
 
-/// The `tracing` span of a tool call, with its target: `RECORDED` for a call whose span the run
-/// also records (which export then leaves to the record), this module's otherwise.
+/// The `tracing` span of a tool call, with its target: `RECORDED` for a call made in a run that
+/// export records, or that its sampler left out (export then leaves the call to the record),
+/// this module's otherwise.
 macro_rules! tool_span {
     ($target:expr, $call:expr, $index:expr) => {
         tracing::info_span!(
@@ -35,7 +36,8 @@ macro_rules! tool_span {
     };
 }
 
-/// The span of the call at `index` of a model's reply; `recorded` when the run records it too.
+/// The span of the call at `index` of a model's reply; `recorded` when the call is made in a run
+/// that export records (or that its sampler left out).
 /// The arguments go on it by [`ToolSpan::open`], which makes their text once for both spans.
 fn tool_call(call: &ToolCall, index: usize, recorded: bool) -> tracing::Span {
     if recorded { tool_span!(RECORDED, call, index) } else { tool_span!(module_path!(), call, index) }
@@ -124,7 +126,10 @@ impl ToolSpan {
         // A call inside a node that lent the tools nothing of its run still records into the
         // run's trace, found from the node's span.
         let trace = env.trace.clone().or_else(RunTrace::current);
-        let traced = tool_call(call, index, trace.is_some());
+        // In a run the sampler left out, nothing is recorded and the call's `tracing` span is
+        // left to the record all the same: export would otherwise build it only for the
+        // sampler to drop it (or keep it, a span of a trace whose run is not there).
+        let traced = tool_call(call, index, trace.is_some() || current().is_some());
         let taken = capturing(&traced, env).is_some();
         let arguments = env
             .capture
