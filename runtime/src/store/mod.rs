@@ -84,6 +84,7 @@ mod options;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_index;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod rows;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -34,6 +34,7 @@ pub(crate) fn live(expires_ms: Option<u64>, now_ms: u64) -> bool {
 }
 
 /// A time in milliseconds as the databases hold it (a signed 64-bit integer).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn ms_param(ms: u64) -> i64 {
     i64::try_from(ms.min(MAX_TIME_MS)).unwrap_or(i64::MAX)
 }

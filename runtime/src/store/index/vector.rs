@@ -33,11 +33,13 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// A vector as stored: its numbers as little-endian bytes.
+#[cfg(feature = "sqlite")]
 pub(crate) fn to_bytes(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 /// A stored vector of `dims` numbers; the reason it is not one otherwise.
+#[cfg(feature = "sqlite")]
 pub(crate) fn from_bytes(bytes: &[u8], dims: usize) -> Result<Vec<f32>, String> {
     let (chunks, rest) = bytes.as_chunks::<4>();
     if !rest.is_empty() || chunks.len() != dims {
@@ -147,6 +149,7 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg(feature = "sqlite")]
     fn stored_bytes_round_trip_and_a_wrong_length_is_refused() {
         let v = vec![0.5, -1.25, 3.0];
         assert_eq!(from_bytes(&to_bytes(&v), 3).unwrap(), v);
