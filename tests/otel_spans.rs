@@ -291,16 +291,21 @@ fn geocode(place: String) -> String {
     format!("{place}: 59.91 N, 10.75 E")
 }
 
+/// An agent named `mapper` whose model calls `geocode` once, then answers.
+fn mapper() -> CompiledGraph<MessagesState> {
+    let model = ScriptedModel::new([
+        Message::assistant("").with_tool_calls(vec![ToolCall::new("g1", "geocode", json!({"place": "Oslo"}))]),
+        Message::assistant("Oslo is at 59.91 N."),
+    ]);
+    react_agent(model, tools![Geocode]).name("mapper").compile().unwrap()
+}
+
 /// The program's own spans and the run's are one tree: the run under the span it was started
 /// in, and a span a tool opens under that tool call's span, its own children under it.
 #[tokio::test(flavor = "current_thread")]
 async fn the_programs_own_spans_and_the_runs_are_one_tree() {
     use tracing::Instrument as _;
-    let model = ScriptedModel::new([
-        Message::assistant("").with_tool_calls(vec![ToolCall::new("g1", "geocode", json!({"place": "Oslo"}))]),
-        Message::assistant("Oslo is at 59.91 N."),
-    ]);
-    let app = react_agent(model, tools![Geocode]).name("mapper").compile().unwrap();
+    let app = mapper();
     let cfg = RunConfig::default();
     let (out, spans) = spans_of(|| {
         let request = tracing::info_span!("handle_request");
@@ -384,11 +389,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CallTargets {
 #[tokio::test(flavor = "current_thread")]
 async fn a_run_the_sampler_leaves_out_has_nothing_built_for_its_calls() {
     use graphwright::otel::Sampler;
-    let model = ScriptedModel::new([
-        Message::assistant("").with_tool_calls(vec![ToolCall::new("g1", "geocode", json!({"place": "Oslo"}))]),
-        Message::assistant("Oslo is at 59.91 N."),
-    ]);
-    let app = react_agent(model, tools![Geocode]).name("mapper").compile().unwrap();
+    let app = mapper();
     let exporter = InMemorySpanExporter::default();
     let telemetry = Otel::from_env()
         .metrics(false)

@@ -181,7 +181,7 @@ pub(super) struct StepSpan<'r> {
     recorded: Option<(&'r RunTrace, Open)>,
     step: u64,
     tasks: u32,
-    /// Where the run's loop keeps when its last step ended: the next step begins then.
+    /// Where the run's loop keeps the moment its last step ended: the next step begins then.
     ended: &'r mut Option<Ticks>,
 }
 
