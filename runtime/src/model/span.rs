@@ -8,7 +8,7 @@
 use super::context::Scope;
 use super::{ModelError, ModelReply, ModelSettings};
 use crate::message::{Message, Role};
-use crate::telemetry::{Body, ChatBody, Current, Open, RECORDED, RunTrace, Status, Ticks, current};
+use crate::telemetry::{Body, ChatBody, Current, Open, RECORDED, RunTrace, Status, Ticks, left_to_record};
 use crate::trace_value::{SpanName, int, record};
 use serde_json::{Value, json};
 use tracing::field::Empty;
@@ -49,8 +49,8 @@ macro_rules! chat_span {
     };
 }
 
-/// The span of one call to `model` of `provider` (`recorded` as for `chat_span!`): empty
-/// fields are recorded as the call goes.
+/// The span of one call to `model` of `provider` (`recorded` when it is left to the record,
+/// `telemetry::left_to_record`): empty fields are recorded as the call goes.
 fn model_call(
     provider: &str,
     model: &str,
@@ -178,8 +178,7 @@ impl CallSpan {
             }),
             status: Status::Unset,
         });
-        // In a run the sampler left out, left to the record too (see `tool::span`).
-        let traced = model_call(provider, model, settings, scope, recorded.is_some() || current().is_some());
+        let traced = model_call(provider, model, settings, scope, left_to_record(recorded.is_some()));
         Self { tracing: traced, recorded }
     }
 

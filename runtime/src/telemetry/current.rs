@@ -38,6 +38,14 @@ pub(crate) fn current() -> Option<Current> {
     CURRENT.with(Cell::get)
 }
 
+/// Whether a model or tool call's `tracing` span is left to the record (takes the `RECORDED`
+/// target): when its run records it (`recorded`), and also inside a run the sampler left out,
+/// which records nothing: export would otherwise build the span only for the sampler to drop it
+/// (or keep it, a span of a trace whose run is not there).
+pub(crate) fn left_to_record(recorded: bool) -> bool {
+    recorded || current().is_some()
+}
+
 /// Calls `f` inside `span` (nothing changes for `None`).
 pub(crate) fn within<R>(span: Option<Current>, f: impl FnOnce() -> R) -> R {
     let Some(span) = span else { return f() };

@@ -26,7 +26,7 @@ pub(crate) const RECORDED: &str = "graphwright::recorded";
 
 pub(crate) use batch::Batch;
 pub(crate) use clock::{Anchor, Ticks, calibrate};
-pub(crate) use current::{Current, current, in_trace, within};
+pub(crate) use current::{Current, current, in_trace, left_to_record, within};
 pub(crate) use record::{Body, ChatBody, Kept, NodeMark, Parent, Record, RunBody, Status, ToolBody};
 pub(crate) use recorder::{Begun, Recorder, RecorderHandle};
 pub(crate) use spans::{Began, Open, RunTrace, trace_id};

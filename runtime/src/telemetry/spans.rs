@@ -128,7 +128,7 @@ impl RunTrace {
 
     /// Opens a span of the run's own (a step, a checkpoint write).
     pub(crate) fn open(&self) -> Open {
-        Open::under(self.parent)
+        self.open_at(Ticks::now())
     }
 
     /// Opens a span of the run's own that began at `start`: when another span ended, the same

@@ -6,7 +6,7 @@ use super::ToolError;
 use super::output::ToolOutput;
 use super::runtime::ToolEnv;
 use crate::message::{Message, ToolCall};
-use crate::telemetry::{Body, Current, Open, RECORDED, RunTrace, Status, ToolBody, current};
+use crate::telemetry::{Body, Current, Open, RECORDED, RunTrace, Status, ToolBody, left_to_record};
 use crate::trace_value::{SpanName, int, record};
 use std::sync::{Mutex, PoisonError};
 use tracing::field::Empty;
@@ -36,8 +36,8 @@ macro_rules! tool_span {
     };
 }
 
-/// The span of the call at `index` of a model's reply; `recorded` when the call is made in a run
-/// that export records (or that its sampler left out).
+/// The span of the call at `index` of a model's reply; `recorded` when it is left to the record
+/// (`telemetry::left_to_record`).
 /// The arguments go on it by [`ToolSpan::open`], which makes their text once for both spans.
 fn tool_call(call: &ToolCall, index: usize, recorded: bool) -> tracing::Span {
     if recorded { tool_span!(RECORDED, call, index) } else { tool_span!(module_path!(), call, index) }
@@ -126,10 +126,7 @@ impl ToolSpan {
         // A call inside a node that lent the tools nothing of its run still records into the
         // run's trace, found from the node's span.
         let trace = env.trace.clone().or_else(RunTrace::current);
-        // In a run the sampler left out, nothing is recorded and the call's `tracing` span is
-        // left to the record all the same: export would otherwise build it only for the
-        // sampler to drop it (or keep it, a span of a trace whose run is not there).
-        let traced = tool_call(call, index, trace.is_some() || current().is_some());
+        let traced = tool_call(call, index, left_to_record(trace.is_some()));
         let taken = capturing(&traced, env).is_some();
         let arguments = env
             .capture
