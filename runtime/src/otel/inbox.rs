@@ -5,7 +5,10 @@
 //! machine, an interrupt sent to another CPU: 7 µs measured on the machine of BENCHMARKS.md, a
 //! run's thread paying it for every batch (two or three a run of the `ReAct` loops, whose turns
 //! take 4–6 µs). Between wakes the thread sleeps until its oldest span is
-//! due; and a thread at work is not woken at all, since it looks before it sleeps again.
+//! due; and a thread at work is not woken at all, since it looks before it sleeps again. While
+//! spans keep coming, the thread looks again on its own after a short nap ([`Inbox::nap`]) and
+//! runs leave it be, unless the spans waiting near what the queue holds: the runs' threads then
+//! make no call to wake it at all.
 
 use crate::telemetry::Batch;
 use std::sync::mpsc::Sender;
@@ -22,6 +25,8 @@ pub(super) struct Inbox {
     ready: Condvar,
     /// Spans waiting that wake the thread.
     wake_at: usize,
+    /// Spans waiting that wake it also from a nap.
+    wake_from_nap_at: usize,
 }
 
 #[derive(Debug, Default)]
@@ -33,10 +38,22 @@ struct State {
     flushes: Vec<FlushDone>,
     /// Whether the thread was woken and has not yet taken what woke it.
     woken: bool,
-    /// Whether the thread waits: only then does waking it take a call to the kernel (a thread
-    /// at work sees `woken` before it waits again).
-    sleeping: bool,
+    /// How the thread waits, if it does: only then does waking it take a call to the kernel (a
+    /// thread at work sees `woken` before it waits again).
+    waiting: Waiting,
     closed: bool,
+}
+
+/// How the export's thread waits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Waiting {
+    /// It does not: it works.
+    #[default]
+    No,
+    /// Until it is woken, or its oldest span is due.
+    Asleep,
+    /// A short while, after which it looks again on its own.
+    Napping,
 }
 
 /// What the thread takes from the inbox when it wakes.
@@ -52,9 +69,16 @@ pub(super) struct Taken {
 }
 
 impl Inbox {
-    /// An inbox that wakes its thread once `wake_at` spans wait (at least one).
-    pub(super) fn new(wake_at: usize) -> Self {
-        Self { state: Mutex::default(), ready: Condvar::new(), wake_at: wake_at.max(1) }
+    /// An inbox that wakes its thread once `wake_at` spans wait (at least one), and from a nap
+    /// once `wake_from_nap_at` do (at least `wake_at`).
+    pub(super) fn new(wake_at: usize, wake_from_nap_at: usize) -> Self {
+        let wake_at = wake_at.max(1);
+        Self {
+            state: Mutex::default(),
+            ready: Condvar::new(),
+            wake_at,
+            wake_from_nap_at: wake_from_nap_at.max(wake_at),
+        }
     }
 
     /// Leaves `batch` for the thread; `false` (the batch dropped) when the recorder has stopped.
@@ -68,7 +92,8 @@ impl Inbox {
         }
         state.spans += batch.records.len();
         state.batches.push(batch);
-        if state.spans >= self.wake_at && !state.woken {
+        let due = if state.waiting == Waiting::Napping { self.wake_from_nap_at } else { self.wake_at };
+        if state.spans >= due && !state.woken {
             self.wake(state);
         }
         true
@@ -95,13 +120,24 @@ impl Inbox {
 
     /// Waits until woken, or for `timeout`, and takes what waits.
     pub(super) fn take(&self, timeout: Duration) -> Taken {
+        self.wait(timeout, false)
+    }
+
+    /// As [`take`](Self::take), for a thread that has just taken spans and expects more soon:
+    /// it comes back after `timeout` (kept short) on its own, and runs wake it meanwhile only
+    /// when the spans waiting reach the nap's mark, for a flush, or for the end.
+    pub(super) fn nap(&self, timeout: Duration) -> Taken {
+        self.wait(timeout, true)
+    }
+
+    fn wait(&self, timeout: Duration, nap: bool) -> Taken {
         let mut state = self.lock();
-        state.sleeping = true;
+        state.waiting = if nap { Waiting::Napping } else { Waiting::Asleep };
         let (mut state, _) = self
             .ready
             .wait_timeout_while(state, timeout, |state| !state.woken && !state.closed)
             .unwrap_or_else(PoisonError::into_inner);
-        state.sleeping = false;
+        state.waiting = Waiting::No;
         state.woken = false;
         state.spans = 0;
         Taken {
@@ -114,9 +150,9 @@ impl Inbox {
 
     fn wake(&self, mut state: MutexGuard<'_, State>) {
         state.woken = true;
-        let sleeping = state.sleeping;
+        let waiting = state.waiting != Waiting::No;
         drop(state);
-        if sleeping {
+        if waiting {
             self.ready.notify_one();
         }
     }
@@ -133,7 +169,7 @@ mod tests {
 
     #[test]
     fn the_thread_sleeps_through_batches_until_enough_spans_wait() {
-        let inbox = Arc::new(Inbox::new(10));
+        let inbox = Arc::new(Inbox::new(10, 10));
         assert!(inbox.put(Batch::of_steps(4)));
         assert!(inbox.put(Batch::of_steps(4)));
         let started = Instant::now();
@@ -153,7 +189,7 @@ mod tests {
 
     #[test]
     fn a_wake_while_the_thread_works_is_kept_for_its_next_wait() {
-        let inbox = Inbox::new(10);
+        let inbox = Inbox::new(10, 10);
         // Nobody waits: no call to wake anyone, but the next wait ends at once.
         assert!(inbox.put(Batch::of_steps(10)));
         let started = Instant::now();
@@ -164,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_flush_and_the_end_wake_the_thread_and_nothing_is_taken_after_the_end() {
-        let inbox = Arc::new(Inbox::new(1000));
+        let inbox = Arc::new(Inbox::new(1000, 1000));
         assert!(inbox.put(Batch::of_steps(1)));
         let (done, _answer) = std::sync::mpsc::channel();
         assert!(inbox.flush(done));
@@ -177,5 +213,34 @@ mod tests {
         assert!(!inbox.put(Batch::of_steps(1)), "refused after the end");
         let (done, _answer) = std::sync::mpsc::channel();
         assert!(!inbox.flush(done));
+    }
+
+    #[test]
+    fn a_napping_thread_is_left_to_come_back_unless_the_spans_near_the_queues_room() {
+        let inbox = Arc::new(Inbox::new(10, 30));
+        let napping = Arc::clone(&inbox);
+        let thread = std::thread::spawn(move || {
+            let started = Instant::now();
+            (napping.nap(Duration::from_millis(300)), started.elapsed())
+        });
+        while inbox.lock().waiting != Waiting::Napping {
+            std::thread::yield_now();
+        }
+        assert!(inbox.put(Batch::of_steps(20)));
+        let (taken, waited) = thread.join().unwrap();
+        assert!(waited >= Duration::from_millis(300), "20 spans of 30 leave a nap be: {waited:?}");
+        assert_eq!(taken.batches.len(), 1, "and it takes them when it comes back");
+
+        let napping = Arc::clone(&inbox);
+        let thread = std::thread::spawn(move || napping.nap(Duration::from_mins(1)));
+        while inbox.lock().waiting != Waiting::Napping {
+            std::thread::yield_now();
+        }
+        assert!(inbox.put(Batch::of_steps(20)));
+        assert!(inbox.put(Batch::of_steps(10)));
+        let taken = thread.join().unwrap();
+        let spans: usize = taken.batches.iter().map(|b| b.records.len()).sum();
+        assert_eq!(spans, 30, "woken from the nap by the batch that made 30");
+        assert_eq!(inbox.lock().waiting, Waiting::No, "back at work");
     }
 }

@@ -23,6 +23,12 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// How long [`Exporting::flush`] waits for the recorder's thread.
 const FLUSH_WAIT: Duration = Duration::from_secs(30);
 
+/// How long the thread naps, while spans keep coming, before it looks for more on its own: the
+/// runs then make no call to wake it (see `Inbox`). Short enough that the spans a busy program
+/// makes meanwhile (about a thousand a millisecond, for the `ReAct` loops of BENCHMARKS.md) stay
+/// well within the default queue of 2 048.
+const NAP: Duration = Duration::from_millis(1);
+
 /// Where the recorder's thread sends the runs' spans.
 pub(super) enum Destination {
     /// The SDK's batch processor, as span data.
@@ -55,9 +61,12 @@ impl Exporting {
         let (max, inbox) = match &destination {
             // The batch processor keeps a queue and a schedule of its own: each batch goes to it
             // at once.
-            Destination::Processor(_) => (usize::MAX / 2, Inbox::new(1)),
-            // Woken when a request's worth waits; otherwise when the oldest span is due.
-            Destination::Http { batching, .. } => (batching.max_queue, Inbox::new(batching.max_batch)),
+            Destination::Processor(_) => (usize::MAX / 2, Inbox::new(1, 1)),
+            // Woken when a request's worth waits; otherwise when the oldest span is due. From a
+            // nap, only when half the queue waits: well before a span would be dropped.
+            Destination::Http { batching, .. } => {
+                (batching.max_queue, Inbox::new(batching.max_batch, batching.max_queue / 2))
+            }
         };
         let queue = Arc::new(Queue { waiting: AtomicUsize::new(0), max, warned: AtomicBool::new(false) });
         let inbox = Arc::new(inbox);
@@ -145,9 +154,12 @@ fn send_all(inbox: &Inbox, config: HttpConfig, batching: Batching, mut request: 
             *failed = Some(error);
         }
     };
+    // Whether the last wait brought spans: more are likely on their way.
+    let mut flowing = false;
     loop {
         let timeout = due.map_or(batching.delay, |due| due.saturating_duration_since(Instant::now()));
-        let taken = inbox.take(timeout);
+        let taken = if flowing { inbox.nap(timeout.min(NAP)) } else { inbox.take(timeout) };
+        flowing = !taken.batches.is_empty();
         // A due time already set is that of spans which came before these.
         if let Some(since) = taken.since {
             due.get_or_insert(since + batching.delay);
