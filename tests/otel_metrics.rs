@@ -363,6 +363,56 @@ mod slow {
     }
 }
 
+/// Waits as long as it is asked to.
+#[tool]
+async fn wait(millis: u64) -> String {
+    tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
+    format!("waited {millis} ms")
+}
+
+/// A tool call's duration, in a run that export records (timed from its span's start, on the
+/// span's clock) and in one it does not (on the runtime's clock): the time the call took either
+/// way, and within the span the call's record has.
+#[tokio::test]
+async fn a_tool_calls_duration_is_the_time_it_took_recorded_or_not() {
+    use opentelemetry_sdk::trace::InMemorySpanExporter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    let (provider, exporter) = provider();
+    let metrics = Arc::new(OtelMetrics::from_provider(&provider));
+    let call = |id: &str| ToolCall::new(id, "wait", json!({"millis": 40}));
+    let app = |id: &str| {
+        let model = ScriptedModel::new([
+            reply(Message::assistant("").with_tool_calls(vec![call(id)]), Usage::tokens(5, 5)),
+            reply(Message::assistant("done"), Usage::tokens(5, 5)),
+        ]);
+        react_agent(model, tools![Wait]).name("waiter").compile().unwrap()
+    };
+    let cfg = RunConfig::default().metrics(metrics.clone());
+    let input = || MessagesState::new([Message::user("wait")]);
+
+    let spans = InMemorySpanExporter::default();
+    let telemetry = graphwright::otel::Otel::from_env().metrics(false).build_with_exporter(spans.clone()).unwrap();
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        app("recorded").invoke(input(), &cfg).await.unwrap();
+        telemetry.flush().unwrap();
+    }
+    let recorded = spans.get_finished_spans().unwrap();
+    let tool_span = recorded.iter().find(|span| span.name == "execute_tool wait").expect("the call's span");
+    let span_seconds = tool_span.end_time.duration_since(tool_span.start_time).unwrap().as_secs_f64();
+    let attributes = ["gen_ai.tool.name=wait", "graphwright.tool.outcome=ok"];
+    let (calls, seconds) = exported(&provider, &exporter).histogram("graphwright.tool.duration", &attributes);
+    assert_eq!(calls, 1);
+    assert!((0.04..=span_seconds).contains(&seconds), "{seconds} s, the span {span_seconds} s");
+
+    app("plain").invoke(input(), &cfg).await.unwrap();
+    let (calls, both) = exported(&provider, &exporter).histogram("graphwright.tool.duration", &attributes);
+    assert_eq!(calls, 2);
+    assert!((0.04..5.0).contains(&(both - seconds)), "{} s", both - seconds);
+}
+
 /// With no metrics of its own, a run reports to the global meter provider, the one installed
 /// when it starts: also one installed after runs that reported to none.
 #[tokio::test]

@@ -24,6 +24,11 @@ impl Ticks {
     pub(crate) fn now() -> Self {
         Self(CLOCK.raw())
     }
+
+    /// The time from this moment until now.
+    pub(crate) fn elapsed(self) -> Duration {
+        Duration::from_nanos(CLOCK.delta_as_nanos(self.0, CLOCK.raw()))
+    }
 }
 
 /// Ticks and the wall time they stand for, read together: later moments are placed by their

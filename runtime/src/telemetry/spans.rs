@@ -32,6 +32,11 @@ impl Open {
     pub(crate) fn under(parent: u64) -> Self {
         Self { span_id: span_id(), parent, start: Ticks::now() }
     }
+
+    /// When it began.
+    pub(crate) fn start(&self) -> Ticks {
+        self.start
+    }
 }
 
 /// The trace a run records into: its batch (shared with the runs of its subgraphs) and the span

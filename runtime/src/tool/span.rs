@@ -6,7 +6,7 @@ use super::ToolError;
 use super::output::ToolOutput;
 use super::runtime::ToolEnv;
 use crate::message::{Message, ToolCall};
-use crate::telemetry::{Body, Current, Open, RECORDED, RunTrace, Status, ToolBody, left_to_record};
+use crate::telemetry::{Body, Current, Open, RECORDED, RunTrace, Status, Ticks, ToolBody, left_to_record};
 use crate::trace_value::{SpanName, int, record};
 use std::sync::{Mutex, PoisonError};
 use tracing::field::Empty;
@@ -144,6 +144,12 @@ impl ToolSpan {
             ended: Mutex::default(),
         });
         Self { tracing: traced, recorded }
+    }
+
+    /// When the recorded span began: the start the call's metrics time it from too, the clock
+    /// already read.
+    pub(super) fn start(&self) -> Option<Ticks> {
+        self.recorded.as_ref().map(|r| r.open.start())
     }
 
     /// The recorded span, as the tool's code sees it.
