@@ -32,7 +32,8 @@
 //! process's CPU time per turn (every thread: the exporter's too). The four configurations
 //! alternate, in a rotating order, for `--rounds` rounds (5 by default); the figures reported
 //! are medians over the rounds, and each ratio is the median of the rounds' ratios to `off` (and
-//! export's to `thread`) in the same round. One JSON line per workload and configuration goes
+//! export's to `thread`) in the same round; beside them, export's fastest round against `off`'s
+//! and `thread`'s fastest (`fastest_ratio_to_off`, `fastest_ratio_to_thread`). One JSON line per workload and configuration goes
 //! to stdout, a table to stderr.
 //!
 //! Workloads: `react_loop_100_toolnode` and `react_loop_100` (the workloads bench's, a scripted
@@ -226,6 +227,8 @@ fn summarize(workload: &Workload, config: &str, lines: &BTreeMap<&str, Vec<Value
         "cpu_per_turn_us": median(&of(config, "cpu_per_turn_us")),
         "ratio_to_off": median(&ratios("per_turn_us")),
         "ratio_to_off_rounds": ratios("per_turn_us"),
+        "per_turn_us_fastest": fastest(&of(config, "per_turn_us")),
+        "fastest_ratio_to_off": fastest(&of(config, "per_turn_us")) / fastest(&of("off", "per_turn_us")),
         "cpu_ratio_to_off": median(&ratios("cpu_per_turn_us")),
         "run_cpu_per_turn_us": median(&of(config, "run_cpu_per_turn_us")),
         "run_cpu_ratio_to_off": median(&ratios("run_cpu_per_turn_us")),
@@ -244,6 +247,8 @@ fn summarize(workload: &Workload, config: &str, lines: &BTreeMap<&str, Vec<Value
         fields.insert("export_ready_ms".to_owned(), json!(median(&of(config, "export_ready_ms"))));
         fields.insert("ratio_to_thread".to_owned(), json!(median(&ratios_to("thread", "per_turn_us"))));
         fields.insert("ratio_to_thread_rounds".to_owned(), json!(ratios_to("thread", "per_turn_us")));
+        let fastest_to_thread = fastest(&of(config, "per_turn_us")) / fastest(&of("thread", "per_turn_us"));
+        fields.insert("fastest_ratio_to_thread".to_owned(), json!(fastest_to_thread));
         fields.insert("run_cpu_ratio_to_thread".to_owned(), json!(median(&ratios_to("thread", "run_cpu_per_turn_us"))));
         fields.insert("spans_per_run".to_owned(), json!(median(&of(config, "spans_per_run"))));
         fields.insert("spans_per_run_expected".to_owned(), workload.spans.into());
@@ -262,13 +267,14 @@ fn summarize(workload: &Workload, config: &str, lines: &BTreeMap<&str, Vec<Value
 fn print_table(lines: &[Value]) {
     eprintln!();
     eprintln!(
-        "{:<26} {:>8} {:>16} {:>16} {:>16} {:>11} {:>20} {:>9} {:>9}",
+        "{:<26} {:>8} {:>16} {:>16} {:>16} {:>11} {:>20} {:>20} {:>9} {:>9}",
         "workload",
         "off µs",
         "thread µs",
         "subscriber µs",
         "export µs",
         "export/thread",
+        "fastest: off, thread",
         "export, run's CPU µs",
         "spans/run",
         "load 1m"
@@ -279,13 +285,18 @@ fn print_table(lines: &[Value]) {
         };
         let [off, thread, sub, export] = chunk else { continue };
         eprintln!(
-            "{:<26} {:>8.3} {:>16} {:>16} {:>16} {:>11} {:>20} {:>9.1} {:>9}",
+            "{:<26} {:>8.3} {:>16} {:>16} {:>16} {:>11} {:>20} {:>20} {:>9.1} {:>9}",
             off["name"].as_str().unwrap_or(""),
             off["per_turn_us"].as_f64().unwrap_or(0.0),
             cell(thread, "per_turn_us", "ratio_to_off"),
             cell(sub, "per_turn_us", "ratio_to_off"),
             cell(export, "per_turn_us", "ratio_to_off"),
             format!("{:.2}×", export["ratio_to_thread"].as_f64().unwrap_or(0.0)),
+            format!(
+                "{:.3}×, {:.3}×",
+                export["fastest_ratio_to_off"].as_f64().unwrap_or(0.0),
+                export["fastest_ratio_to_thread"].as_f64().unwrap_or(0.0)
+            ),
             cell(export, "run_cpu_per_turn_us", "run_cpu_ratio_to_off"),
             export["spans_per_run"].as_f64().unwrap_or(0.0),
             format!("{}–{}", export["load_1m"][0], export["load_1m"][1]),
@@ -299,6 +310,13 @@ fn load_average() -> Value {
         .ok()
         .and_then(|s| s.split_whitespace().next().and_then(|l| l.parse::<f64>().ok()))
         .map_or(Value::Null, Into::into)
+}
+
+/// The fastest of a configuration's rounds: on a machine whose rounds run at one of two speeds
+/// (BENCHMARKS.md), fastest against fastest compares the two at the same speed, where a median
+/// may set one speed against the other.
+fn fastest(values: &[f64]) -> f64 {
+    values.iter().copied().reduce(f64::min).unwrap_or(f64::NAN)
 }
 
 fn median(values: &[f64]) -> f64 {
