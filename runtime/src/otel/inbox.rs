@@ -242,5 +242,15 @@ mod tests {
         let spans: usize = taken.batches.iter().map(|b| b.records.len()).sum();
         assert_eq!(spans, 30, "woken from the nap by the batch that made 30");
         assert_eq!(inbox.lock().waiting, Waiting::No, "back at work");
+
+        let napping = Arc::clone(&inbox);
+        let thread = std::thread::spawn(move || napping.nap(Duration::from_mins(1)));
+        while inbox.lock().waiting != Waiting::Napping {
+            std::thread::yield_now();
+        }
+        let (done, _answer) = std::sync::mpsc::channel();
+        assert!(inbox.flush(done));
+        let taken = thread.join().unwrap();
+        assert_eq!((taken.batches.len(), taken.flushes.len()), (0, 1), "a flush ends a nap at once");
     }
 }
