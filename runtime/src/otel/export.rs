@@ -234,11 +234,11 @@ impl Otel {
                 // exporter has it from the start.
                 exporter.set_resource(&resource);
                 let processor = Arc::new(BatchSpanProcessor::builder(exporter).build());
+                // As the batch processor reads them.
+                let batching = Batching::resolve(env);
                 let destination = match direct {
-                    Some(config) => {
-                        Destination::Http { config, batching: Batching::resolve(env), resource: resource.clone() }
-                    }
-                    None => Destination::Processor(Arc::clone(&processor)),
+                    Some(config) => Destination::Http { config, batching, resource: resource.clone() },
+                    None => Destination::Processor { processor: Arc::clone(&processor), delay: batching.delay },
                 };
                 let sampler = self.sampler.clone().unwrap_or_else(super::sampler::from_env);
                 let recorder = Exporting::start(destination, sampler.clone())

@@ -31,8 +31,9 @@ const NAP: Duration = Duration::from_millis(1);
 
 /// Where the recorder's thread sends the runs' spans.
 pub(super) enum Destination {
-    /// The SDK's batch processor, as span data.
-    Processor(Arc<BatchSpanProcessor>),
+    /// The SDK's batch processor, as span data; it sends a span `delay` after it came at the
+    /// latest (`OTEL_BSP_SCHEDULE_DELAY`).
+    Processor { processor: Arc<BatchSpanProcessor>, delay: Duration },
     /// An OTLP receiver over HTTP, as protobuf written from the records: the spans of `resource`,
     /// sent as `config` and `batching` say.
     Http { config: HttpConfig, batching: Batching, resource: Resource },
@@ -44,6 +45,8 @@ pub(super) struct Exporting {
     inbox: Arc<Inbox>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     queue: Arc<Queue>,
+    /// How long a span may wait in its run before it is due here: the destination's delay.
+    hand_off_after: Duration,
 }
 
 /// The spans handed to the thread and not yet sent, against how many may wait.
@@ -58,14 +61,14 @@ struct Queue {
 impl Exporting {
     /// Starts the recorder's thread, which sends spans to `destination`.
     pub(super) fn start(destination: Destination, sampler: Sampler) -> std::io::Result<Self> {
-        let (max, inbox) = match &destination {
+        let (max, inbox, hand_off_after) = match &destination {
             // The batch processor keeps a queue and a schedule of its own: each batch goes to it
             // at once.
-            Destination::Processor(_) => (usize::MAX / 2, Inbox::new(1, 1)),
+            Destination::Processor { delay, .. } => (usize::MAX / 2, Inbox::new(1, 1), *delay),
             // Woken when a request's worth waits; otherwise when the oldest span is due. From a
             // nap, only when half the queue waits: well before a span would be dropped.
             Destination::Http { batching, .. } => {
-                (batching.max_queue, Inbox::new(batching.max_batch, batching.max_queue / 2))
+                (batching.max_queue, Inbox::new(batching.max_batch, batching.max_queue / 2), batching.delay)
             }
         };
         let queue = Arc::new(Queue { waiting: AtomicUsize::new(0), max, warned: AtomicBool::new(false) });
@@ -75,13 +78,13 @@ impl Exporting {
             // Here rather than in the first run recorded, which would wait for it.
             calibrate();
             match destination {
-                Destination::Processor(processor) => convert_all(&taking, &processor, &waiting),
+                Destination::Processor { processor, .. } => convert_all(&taking, &processor, &waiting),
                 Destination::Http { config, batching, resource } => {
                     send_all(&taking, config, batching, Request::new(&resource), &waiting);
                 }
             }
         })?;
-        Ok(Self { sampler, inbox, thread: Mutex::new(Some(thread)), queue })
+        Ok(Self { sampler, inbox, thread: Mutex::new(Some(thread)), queue, hand_off_after })
     }
 
     /// Waits until every batch recorded so far is sent on (to the receiver, or to the batch
@@ -211,6 +214,7 @@ impl Recorder for Exporting {
             parent,
             outer: outer_id,
             sampled: sampled.decision == SamplingDecision::RecordAndSample,
+            hand_off_after: self.hand_off_after,
         }
     }
 
@@ -333,6 +337,8 @@ mod tests {
 
         let (url, got) = receiver();
         let exporting = exporting_with_delay(url);
+        let begun = exporting.begin("g");
+        assert_eq!(begun.hand_off_after, Duration::from_millis(100), "a run's spans wait in the run no longer");
         let started = Instant::now();
         exporting.record(Batch::of_steps(1));
         assert_eq!(wait_for(&got, 1).len(), 1, "sent when due, without a flush");

@@ -29,6 +29,28 @@ impl Ticks {
     pub(crate) fn elapsed(self) -> Duration {
         Duration::from_nanos(CLOCK.delta_as_nanos(self.0, CLOCK.raw()))
     }
+
+    /// Whether `later` came `span` or more after this moment: two readings compared without
+    /// turning either into time.
+    pub(crate) fn reached(self, span: TickSpan, later: Self) -> bool {
+        later.0.saturating_sub(self.0) >= span.0
+    }
+}
+
+/// A length of time in the clock's ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TickSpan(u64);
+
+impl TickSpan {
+    /// `duration` in ticks.
+    pub(crate) fn of(duration: Duration) -> Self {
+        // The clock's nanoseconds in 2^32 ticks, about a second or more: the ratio to a
+        // nanosecond's precision.
+        const TICKS: u64 = 1 << 32;
+        let nanos = u128::from(CLOCK.delta_as_nanos(0, TICKS).max(1));
+        let ticks = duration.as_nanos().saturating_mul(u128::from(TICKS)) / nanos;
+        Self(u64::try_from(ticks).unwrap_or(u64::MAX))
+    }
 }
 
 /// Ticks and the wall time they stand for, read together: later moments are placed by their
@@ -69,6 +91,21 @@ impl Anchor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_span_of_ticks_is_reached_when_that_much_time_has_passed() {
+        let span = TickSpan::of(Duration::from_millis(100));
+        let start = Ticks::now();
+        assert!(start.reached(TickSpan::of(Duration::ZERO), start), "no time is reached at once");
+        assert!(!start.reached(span, Ticks::now()), "not at once");
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(!start.reached(span, Ticks::now()), "not after 60 ms");
+        std::thread::sleep(Duration::from_millis(60));
+        let later = Ticks::now();
+        assert!(start.reached(span, later), "after 120 ms");
+        assert!(!later.reached(span, start), "an earlier reading reaches nothing");
+        assert_eq!(TickSpan::of(Duration::MAX), TickSpan(u64::MAX), "saturates");
+    }
 
     #[test]
     fn ticks_become_the_wall_time_they_were_read_at() {

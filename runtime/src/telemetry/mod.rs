@@ -5,8 +5,9 @@
 //! SDK's span data built on the run's thread: several microseconds a span, more than a step of
 //! a graph that does not wait on a model takes. A run here writes each span once, when it ends,
 //! as a small record (ids, clock ticks, counts, its texts copied into one buffer of the run) to
-//! the run's batch; the batch goes to the [`Recorder`] when the run ends (or fills), and the
-//! recorder turns it into OpenTelemetry spans on a thread of its own.
+//! the run's batch; the batch goes to the [`Recorder`] when the run ends (or fills, or its first
+//! span has waited as long as export lets a span wait), and the recorder turns it into
+//! OpenTelemetry spans on a thread of its own.
 //!
 //! Runs find the recorder in the current `tracing` dispatcher ([`Recorder::current`]): the layer
 //! that export hands out carries it, so a program (or a test) that sets a subscriber up with

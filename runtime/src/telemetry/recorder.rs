@@ -36,4 +36,8 @@ pub(crate) struct Begun {
     pub(crate) outer: u64,
     /// Whether the sampler keeps the run.
     pub(crate) sampled: bool,
+    /// How long a span may wait in the run's batch: a batch whose first span ended longer ago
+    /// than that is handed on when the next one ends (a long run's spans go out as it goes, not
+    /// all at its end).
+    pub(crate) hand_off_after: std::time::Duration,
 }

@@ -2,7 +2,7 @@
 //! in the run's batch until the run ends.
 
 use super::batch::Batch;
-use super::clock::{Anchor, Ticks};
+use super::clock::{Anchor, TickSpan, Ticks};
 use super::current::{Current, current};
 use super::record::{Body, Kept, Record, Status};
 use super::recorder::{Recorder, RecorderHandle};
@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
-/// A batch is handed on, mid-run, once it holds this many spans or this many bytes of text:
+/// A batch is handed on, mid-run, once it holds this many spans or this many bytes of text (or
+/// once its first span has waited as long as the recorder lets a span wait, `hand_off_after`):
 /// small enough that the buffers a run records into stay in its core's cache and those handed on
 /// come from the allocator's free lists (grown large, they would be fresh pages, faulted in, for
 /// every run), large enough that handing them on costs nothing per span.
@@ -54,6 +55,9 @@ struct Shared {
     id: u64,
     trace_id: u128,
     outer: u64,
+    /// A batch is handed on once a span ends this long after its first did
+    /// (`Begun::hand_off_after`).
+    hand_off_after: TickSpan,
     batch: Mutex<Batch>,
 }
 
@@ -110,7 +114,14 @@ impl RunTrace {
         let span_id = span_id();
         let batch = Batch::new(begun.trace_id, begun.parent, (BATCH_SPANS, BATCH_TEXT));
         let id = RECORDINGS.fetch_add(1, Ordering::Relaxed);
-        let shared = Shared { recorder, id, trace_id: begun.trace_id, outer: begun.outer, batch: Mutex::new(batch) };
+        let shared = Shared {
+            recorder,
+            id,
+            trace_id: begun.trace_id,
+            outer: begun.outer,
+            hand_off_after: TickSpan::of(begun.hand_off_after),
+            batch: Mutex::new(batch),
+        };
         let open = Open { span_id, parent: 0, start: Ticks::now() };
         let shared = Arc::new(shared);
         LIVE.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Arc::downgrade(&shared));
@@ -180,7 +191,8 @@ impl RunTrace {
             let body = body(&mut batch);
             batch.records.push(Record { span_id, parent, start, end, status, body });
             let (spans, text) = batch.size();
-            (spans >= BATCH_SPANS || text >= BATCH_TEXT).then(|| batch.hand_off())
+            let due = batch.records.first().is_some_and(|first| first.end.reached(self.shared.hand_off_after, end));
+            (spans >= BATCH_SPANS || text >= BATCH_TEXT || due).then(|| batch.hand_off())
         };
         if let Some(full) = full {
             self.send(full);
@@ -239,6 +251,50 @@ pub(crate) fn trace_id() -> u128 {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    /// Keeps the batches it is given.
+    #[derive(Default)]
+    struct Keep(Mutex<Vec<Vec<u64>>>);
+
+    impl Recorder for Keep {
+        fn begin(&self, _graph: &str) -> super::super::Begun {
+            unreachable!("the test makes its trace itself")
+        }
+
+        fn record(&self, batch: Batch) {
+            self.0.lock().unwrap().push(batch.records.iter().map(|r| r.span_id).collect());
+        }
+    }
+
+    fn step(trace: &RunTrace) -> u64 {
+        let open = trace.open();
+        let id = open.span_id;
+        trace.close(open, Status::Ok, |_| Body::Step { step: 0, tasks: 1 });
+        id
+    }
+
+    #[test]
+    fn a_long_runs_spans_are_handed_on_once_the_first_has_waited_long_enough() {
+        let kept = Arc::new(Keep::default());
+        let shared = Shared {
+            recorder: Arc::clone(&kept) as Arc<dyn Recorder>,
+            id: 0,
+            trace_id: 1,
+            outer: 0,
+            hand_off_after: TickSpan::of(std::time::Duration::from_millis(100)),
+            batch: Mutex::new(Batch::new(1, None, (0, 0))),
+        };
+        let trace = RunTrace { shared: Arc::new(shared), parent: 1 };
+        let first = step(&trace);
+        let second = step(&trace);
+        assert!(kept.0.lock().unwrap().is_empty(), "nothing has waited yet");
+        std::thread::sleep(std::time::Duration::from_millis(120));
+        let third = step(&trace);
+        assert_eq!(*kept.0.lock().unwrap(), [vec![first, second, third]], "the span after the wait takes them on");
+        let fourth = step(&trace);
+        trace.finish();
+        assert_eq!(kept.0.lock().unwrap()[1..], [vec![fourth]], "the wait counts again from the next batch's first");
+    }
 
     #[test]
     fn span_ids_do_not_repeat() {
