@@ -6,7 +6,7 @@ use super::clock::{Anchor, TickSpan, Ticks};
 use super::current::{Current, current};
 use super::record::{Body, Kept, Record, Status};
 use super::recorder::{Recorder, RecorderHandle};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
@@ -132,7 +132,16 @@ impl RunTrace {
     /// span.
     pub(crate) fn current() -> Option<Self> {
         let current = current().filter(Current::sampled)?;
-        let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.recording)?.upgrade()?;
+        let found =
+            FOUND.with_borrow(|(recording, shared)| (*recording == current.recording).then(|| shared.upgrade()));
+        let shared = match found {
+            Some(found) => found?,
+            None => {
+                let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.recording)?.upgrade()?;
+                FOUND.set((current.recording, Arc::downgrade(&shared)));
+                shared
+            }
+        };
         Some(Self { shared, parent: current.span_id })
     }
 
@@ -218,6 +227,11 @@ impl RunTrace {
 }
 
 thread_local! {
+    /// The recording this thread last found in `LIVE`, by number: the calls of a node that lends
+    /// them nothing of its run find it again without `LIVE`'s lock, one call after another.
+    /// Numbers are never used twice, so a recording that has ended is never taken for another.
+    static FOUND: RefCell<(u64, Weak<Shared>)> = RefCell::new((0, Weak::new()));
+
     /// The state of this thread's span ids (xorshift64*), seeded at random.
     static IDS: Cell<u64> = Cell::new(seed());
 }
@@ -249,6 +263,7 @@ pub(crate) fn trace_id() -> u128 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::current::within;
     use super::*;
     use std::collections::HashSet;
 
@@ -273,18 +288,52 @@ mod tests {
         id
     }
 
+    /// A recording numbered `id`, its batch given to `kept`.
+    fn recording(kept: &Arc<Keep>, id: u64, hand_off_after: std::time::Duration) -> Arc<Shared> {
+        Arc::new(Shared {
+            recorder: Arc::clone(kept) as Arc<dyn Recorder>,
+            id,
+            trace_id: 1,
+            outer: 0,
+            hand_off_after: TickSpan::of(hand_off_after),
+            batch: Mutex::new(Batch::new(1, None, (0, 0))),
+        })
+    }
+
+    /// Registers `shared` as a live recording, as `begin` does.
+    fn live(shared: &Arc<Shared>) {
+        LIVE.lock().unwrap().insert(shared.id, Arc::downgrade(shared));
+    }
+
+    #[test]
+    fn the_recording_a_span_belongs_to_is_found_again_and_never_once_it_ended() {
+        let kept = Arc::new(Keep::default());
+        let day = std::time::Duration::from_hours(24);
+        let ids = [RECORDINGS.fetch_add(1, Ordering::Relaxed), RECORDINGS.fetch_add(1, Ordering::Relaxed)];
+        let (first, second) = (recording(&kept, ids[0], day), recording(&kept, ids[1], day));
+        live(&first);
+        live(&second);
+        let inside = |shared: &Arc<Shared>, span_id| Current { trace_id: 1, span_id, outer: 0, recording: shared.id };
+        let found = |span: Current| within(Some(span), RunTrace::current).map(|t| (t.shared.id, t.parent));
+        std::thread::spawn(move || {
+            assert_eq!(found(inside(&first, 7)), Some((ids[0], 7)));
+            assert_eq!(found(inside(&first, 8)), Some((ids[0], 8)), "again, under another span");
+            assert_eq!(found(inside(&second, 9)), Some((ids[1], 9)), "another recording on the same thread");
+            assert_eq!(found(inside(&first, 7)), Some((ids[0], 7)), "and the first again");
+            let gone = first.id;
+            drop(first);
+            let span = Current { trace_id: 1, span_id: 7, outer: 0, recording: gone };
+            assert_eq!(found(span), None, "a recording that ended is not found");
+            assert_eq!(found(inside(&second, 9)), Some((ids[1], 9)));
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn a_long_runs_spans_are_handed_on_once_the_first_has_waited_long_enough() {
         let kept = Arc::new(Keep::default());
-        let shared = Shared {
-            recorder: Arc::clone(&kept) as Arc<dyn Recorder>,
-            id: 0,
-            trace_id: 1,
-            outer: 0,
-            hand_off_after: TickSpan::of(std::time::Duration::from_millis(100)),
-            batch: Mutex::new(Batch::new(1, None, (0, 0))),
-        };
-        let trace = RunTrace { shared: Arc::new(shared), parent: 1 };
+        let trace = RunTrace { shared: recording(&kept, 0, std::time::Duration::from_millis(100)), parent: 1 };
         let first = step(&trace);
         let second = step(&trace);
         assert!(kept.0.lock().unwrap().is_empty(), "nothing has waited yet");
