@@ -186,9 +186,7 @@ impl Otel {
     /// [`OtelError::Protocol`] for an unknown protocol, [`OtelError::Exporter`] for settings the
     /// exporter refuses, [`OtelError::NoRuntime`] for gRPC outside a Tokio runtime.
     pub fn build(self) -> Result<Telemetry, OtelError> {
-        let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        let off = |signal: &str| disabled || env(signal).is_some_and(|v| v.eq_ignore_ascii_case("none"));
-        let spans = if off("OTEL_TRACES_EXPORTER") {
+        let spans = if exporter_off("OTEL_TRACES_EXPORTER") {
             None
         } else {
             // Over HTTP the runs' spans are written as OTLP straight from their records; the
@@ -203,7 +201,7 @@ impl Otel {
             };
             Some((self.span_exporter()?, direct))
         };
-        self.build_with(spans, !off("OTEL_METRICS_EXPORTER"))
+        self.build_with(spans, !exporter_off("OTEL_METRICS_EXPORTER"))
     }
 
     /// [`build`](Self::build), with spans going to `exporter` rather than over OTLP: an
@@ -215,9 +213,7 @@ impl Otel {
     where
         E: opentelemetry_sdk::trace::SpanExporter + 'static,
     {
-        let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        let metrics_off = disabled || env("OTEL_METRICS_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"));
-        self.build_with(Some((exporter, None)), !metrics_off)
+        self.build_with(Some((exporter, None)), !exporter_off("OTEL_METRICS_EXPORTER"))
     }
 
     /// The providers over `spans`: the exporter of the program's spans, and where the runs' go
@@ -317,73 +313,66 @@ impl Otel {
     }
 
     fn span_exporter(&self) -> Result<opentelemetry_otlp::SpanExporter, OtelError> {
-        let failed = |source| OtelError::Exporter { signal: "traces", source };
-        match self.protocol_for("TRACES")? {
+        let built = match self.protocol_for("TRACES")? {
             Protocol::HttpProtobuf => {
-                let mut builder = opentelemetry_otlp::SpanExporter::builder()
-                    .with_http()
-                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
-                if let Some(endpoint) = self.http_endpoint("v1/traces") {
-                    builder = builder.with_endpoint(endpoint);
-                }
-                if self.gzip {
-                    builder = builder.with_compression(opentelemetry_otlp::Compression::Gzip);
-                }
-                builder.build().map_err(failed)
+                self.http(opentelemetry_otlp::SpanExporter::builder().with_http(), "v1/traces").build()
             }
-            Protocol::Grpc => {
-                tokio::runtime::Handle::try_current().map_err(|_| OtelError::NoRuntime)?;
-                let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
-                if let Some(endpoint) = &self.endpoint {
-                    builder = builder.with_endpoint(endpoint.clone());
-                }
-                if self.gzip {
-                    builder = builder.with_compression(opentelemetry_otlp::Compression::Gzip);
-                }
-                if self.grpc_tls("TRACES") {
-                    builder = builder.with_tls_config(tls());
-                }
-                builder.build().map_err(failed)
-            }
-        }
+            Protocol::Grpc => self.grpc(opentelemetry_otlp::SpanExporter::builder().with_tonic(), "TRACES")?.build(),
+        };
+        built.map_err(|source| OtelError::Exporter { signal: "traces", source })
     }
 
     fn metric_exporter(&self) -> Result<opentelemetry_otlp::MetricExporter, OtelError> {
-        let failed = |source| OtelError::Exporter { signal: "metrics", source };
-        match self.protocol_for("METRICS")? {
+        let built = match self.protocol_for("METRICS")? {
             Protocol::HttpProtobuf => {
-                let mut builder = opentelemetry_otlp::MetricExporter::builder()
-                    .with_http()
-                    .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
-                if let Some(endpoint) = self.http_endpoint("v1/metrics") {
-                    builder = builder.with_endpoint(endpoint);
-                }
-                if self.gzip {
-                    builder = builder.with_compression(opentelemetry_otlp::Compression::Gzip);
-                }
-                builder.build().map_err(failed)
+                self.http(opentelemetry_otlp::MetricExporter::builder().with_http(), "v1/metrics").build()
             }
-            Protocol::Grpc => {
-                tokio::runtime::Handle::try_current().map_err(|_| OtelError::NoRuntime)?;
-                let mut builder = opentelemetry_otlp::MetricExporter::builder().with_tonic();
-                if let Some(endpoint) = &self.endpoint {
-                    builder = builder.with_endpoint(endpoint.clone());
-                }
-                if self.gzip {
-                    builder = builder.with_compression(opentelemetry_otlp::Compression::Gzip);
-                }
-                if self.grpc_tls("METRICS") {
-                    builder = builder.with_tls_config(tls());
-                }
-                builder.build().map_err(failed)
-            }
+            Protocol::Grpc => self.grpc(opentelemetry_otlp::MetricExporter::builder().with_tonic(), "METRICS")?.build(),
+        };
+        built.map_err(|source| OtelError::Exporter { signal: "metrics", source })
+    }
+
+    /// An exporter's HTTP builder set as this one says: protobuf, to the endpoint given here with
+    /// the signal's `path` (or the variables'), gzip when asked for.
+    fn http<B: WithExportConfig + WithHttpConfig>(&self, builder: B, path: &str) -> B {
+        let mut builder = builder.with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
+        if let Some(endpoint) = self.http_endpoint(path) {
+            builder = builder.with_endpoint(endpoint);
         }
+        if self.gzip {
+            builder = builder.with_compression(opentelemetry_otlp::Compression::Gzip);
+        }
+        builder
+    }
+
+    /// An exporter's gRPC builder set as this one says for `signal` (`TRACES`, `METRICS`): the
+    /// endpoint given here (or the variables'), gzip when asked for, TLS to an `https://` one.
+    fn grpc<B: WithExportConfig + WithTonicConfig>(&self, builder: B, signal: &str) -> Result<B, OtelError> {
+        tokio::runtime::Handle::try_current().map_err(|_| OtelError::NoRuntime)?;
+        let mut builder = builder;
+        if let Some(endpoint) = &self.endpoint {
+            builder = builder.with_endpoint(endpoint.clone());
+        }
+        if self.gzip {
+            builder = builder.with_compression(opentelemetry_otlp::Compression::Gzip);
+        }
+        if self.grpc_tls(signal) {
+            builder = builder.with_tls_config(tls());
+        }
+        Ok(builder)
     }
 }
 
 /// TLS for gRPC with the Web PKI's roots (the same roots on every machine).
 fn tls() -> opentelemetry_otlp::tonic_types::transport::ClientTlsConfig {
     opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_enabled_roots()
+}
+
+/// Whether the variables turn off the exporter that `variable` names (`OTEL_TRACES_EXPORTER`,
+/// `OTEL_METRICS_EXPORTER`): `none` there, or the whole SDK off (`OTEL_SDK_DISABLED=true`).
+fn exporter_off(variable: &str) -> bool {
+    env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || env(variable).is_some_and(|v| v.eq_ignore_ascii_case("none"))
 }
 
 /// A variable's value, when set and not empty.

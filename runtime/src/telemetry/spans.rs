@@ -134,13 +134,12 @@ impl RunTrace {
         let current = current().filter(Current::sampled)?;
         let found =
             FOUND.with_borrow(|(recording, shared)| (*recording == current.recording).then(|| shared.upgrade()));
-        let shared = match found {
-            Some(found) => found?,
-            None => {
-                let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.recording)?.upgrade()?;
-                FOUND.set((current.recording, Arc::downgrade(&shared)));
-                shared
-            }
+        let shared = if let Some(found) = found {
+            found?
+        } else {
+            let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.recording)?.upgrade()?;
+            FOUND.set((current.recording, Arc::downgrade(&shared)));
+            shared
         };
         Some(Self { shared, parent: current.span_id })
     }
@@ -230,7 +229,7 @@ thread_local! {
     /// The recording this thread last found in `LIVE`, by number: the calls of a node that lends
     /// them nothing of its run find it again without `LIVE`'s lock, one call after another.
     /// Numbers are never used twice, so a recording that has ended is never taken for another.
-    static FOUND: RefCell<(u64, Weak<Shared>)> = RefCell::new((0, Weak::new()));
+    static FOUND: RefCell<(u64, Weak<Shared>)> = const { RefCell::new((0, Weak::new())) };
 
     /// The state of this thread's span ids (xorshift64*), seeded at random.
     static IDS: Cell<u64> = Cell::new(seed());
