@@ -132,13 +132,19 @@ impl RunTrace {
     /// span.
     pub(crate) fn current() -> Option<Self> {
         let current = current().filter(Current::sampled)?;
-        let found =
-            FOUND.with_borrow(|(recording, shared)| (*recording == current.recording).then(|| shared.upgrade()));
+        // Not kept once the thread's locals are gone (a call made as the thread ends).
+        let found = FOUND
+            .try_with(|found| {
+                let (recording, shared) = &*found.borrow();
+                (*recording == current.recording).then(|| shared.upgrade())
+            })
+            .ok()
+            .flatten();
         let shared = if let Some(found) = found {
             found?
         } else {
             let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.recording)?.upgrade()?;
-            FOUND.set((current.recording, Arc::downgrade(&shared)));
+            let _ = FOUND.try_with(|found| found.replace((current.recording, Arc::downgrade(&shared))));
             shared
         };
         Some(Self { shared, parent: current.span_id })
