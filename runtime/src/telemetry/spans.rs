@@ -141,6 +141,8 @@ impl RunTrace {
             .ok()
             .flatten();
         let shared = if let Some(found) = found {
+            // Kept here: the recording itself, or `None` once it has ended (no longer in `LIVE`
+            // either).
             found?
         } else {
             let shared = LIVE.lock().unwrap_or_else(PoisonError::into_inner).get(&current.recording)?.upgrade()?;
